@@ -1,0 +1,40 @@
+"""gt4py_halo: halo exchanges for GT4Py models on distributed memory.
+
+A decomposition (cartesian blocks or unstructured ICON-style dims) is described once and turned
+into exchange plans; ``make_exchange`` builds a runtime exchange over a transport (``"mpi"`` or
+``"ghex"``) that moves exactly what the plan says.
+"""
+
+from gt4py_halo.decomposition.cartesian import CartesianDecomposition
+from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, NeighbourExchange
+from gt4py_halo.decomposition.unstructured import UnstructuredDecomposition
+from gt4py_halo.errors import (
+    BackendError,
+    BackendUnavailableError,
+    DecompositionError,
+    FieldError,
+    HaloError,
+)
+from gt4py_halo.runtime.exchange import Exchange, ExchangeHandle
+
+
+def make_exchange(decomposition, backend: str | None = None) -> Exchange:
+    """A runtime halo exchange for ``decomposition``; ``backend=None`` reads the configuration."""
+    return Exchange(decomposition, backend)
+
+
+__all__ = [
+    "BackendError",
+    "BackendUnavailableError",
+    "CartesianDecomposition",
+    "DecompositionError",
+    "Exchange",
+    "ExchangeHandle",
+    "ExchangePlan",
+    "FieldError",
+    "FieldSpec",
+    "HaloError",
+    "NeighbourExchange",
+    "UnstructuredDecomposition",
+    "make_exchange",
+]

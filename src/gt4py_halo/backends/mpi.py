@@ -1,0 +1,174 @@
+"""The raw MPI transport: mpi4py persistent requests over preallocated message buffers.
+
+For each (plan, field signature, exchange slot) a ``MessageSet`` is built once: one send and
+one receive buffer per neighbour, sized and laid out by the plan, and one persistent
+``MPI_Send_init`` / ``MPI_Recv_init`` request per message. An exchange then only starts the
+receives, packs, starts the sends, waits and unpacks: no allocation, no request setup.
+
+CuPy fields are packed on the device. The PyPI MPICH is not CUDA-aware, so unless
+``MPIX_Query_cuda_support`` says otherwise, messages are staged through host buffers that are
+allocated once, like the device buffers.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, Region
+from gt4py_halo.runtime.packing import MessageBuffer
+
+
+class _Wire:
+    """The memory MPI reads or writes for one message: the buffer itself, or a host mirror."""
+
+    def __init__(self, buffer: MessageBuffer, staged: bool) -> None:
+        self.buffer = buffer
+        self.memory = np.empty(buffer.nbytes, np.uint8) if staged else buffer.data
+        self._staged = staged
+
+    def to_wire(self) -> None:
+        if self._staged:
+            self.buffer.data.get(out=self.memory)  # synchronizes with the packing stream
+
+    def from_wire(self) -> None:
+        if self._staged:
+            self.buffer.data.set(self.memory)
+
+
+class MessageSet:
+    """Buffers and persistent requests for exchanging one field signature with a plan."""
+
+    def __init__(
+        self,
+        comm: MPI.Comm,
+        plan: ExchangePlan,
+        specs: Sequence[FieldSpec],
+        tag: int,
+        xp: ModuleType,
+    ) -> None:
+        staged = xp is not np and not _cuda_aware()
+        self._packs: list[MessageBuffer] = []
+        self._unpacks: list[MessageBuffer] = []
+        self._send_wires: list[_Wire] = []
+        self._recv_wires: list[_Wire] = []
+        self._send_requests: list[MPI.Prequest] = []
+        self._recv_requests: list[MPI.Prequest] = []
+        for neighbour in plan.neighbours:
+            send = _buffer(neighbour.send, specs, xp)
+            if neighbour.rank == plan.rank:  # own neighbour: unpack what was packed
+                recv = send and MessageBuffer(neighbour.recv, specs, xp, data=send.data)
+            else:
+                recv = _buffer(neighbour.recv, specs, xp)
+            if send is not None:
+                self._packs.append(send)
+            if recv is not None:
+                self._unpacks.append(recv)
+            if neighbour.rank == plan.rank:
+                continue
+            if send is not None:
+                wire = _Wire(send, staged)
+                self._send_wires.append(wire)
+                self._send_requests.append(comm.Send_init(wire.memory, neighbour.rank, tag))
+            if recv is not None:
+                wire = _Wire(recv, staged)
+                self._recv_wires.append(wire)
+                self._recv_requests.append(comm.Recv_init(wire.memory, neighbour.rank, tag))
+
+    def start(self, arrays: Sequence[Any]) -> None:
+        MPI.Prequest.Startall(self._recv_requests)
+        for buffer in self._packs:
+            buffer.pack(arrays)
+        for wire in self._send_wires:
+            wire.to_wire()
+        MPI.Prequest.Startall(self._send_requests)
+
+    def test(self) -> bool:
+        return MPI.Request.Testall(self._recv_requests + self._send_requests)
+
+    def finish(self, arrays: Sequence[Any]) -> None:
+        MPI.Request.Waitall(self._recv_requests)
+        for wire in self._recv_wires:
+            wire.from_wire()
+        for buffer in self._unpacks:
+            buffer.unpack(arrays)
+        MPI.Request.Waitall(self._send_requests)
+
+    def free(self) -> None:
+        for request in self._send_requests + self._recv_requests:
+            request.Free()
+
+
+class MpiTransport:
+    """Moves halos with MPI point-to-point messages, one per neighbour and exchange."""
+
+    name = "mpi"
+
+    def __init__(self, comm: MPI.Comm) -> None:
+        self._comm = comm
+        self._sets: dict[tuple, MessageSet] = {}
+        self._busy: dict[str, set[int]] = {}
+
+    @classmethod
+    def for_decomposition(cls, decomposition: Any) -> MpiTransport:
+        return cls(decomposition.comm)
+
+    def start(
+        self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
+    ) -> PendingMpiExchange:
+        busy = self._busy.setdefault(plan.name, set())
+        slot = next(k for k in itertools.count() if k not in busy)
+        xp = _array_module(arrays[0])
+        key = (plan.name, specs, slot, xp.__name__)
+        messages = self._sets.get(key)
+        if messages is None:
+            messages = MessageSet(self._comm, plan, specs, plan.message_tag(slot), xp)
+            self._sets[key] = messages
+        messages.start(arrays)
+        busy.add(slot)
+        return PendingMpiExchange(messages, arrays, lambda: busy.discard(slot))
+
+    def close(self) -> None:
+        for messages in self._sets.values():
+            messages.free()
+        self._sets.clear()
+
+
+class PendingMpiExchange:
+    """An MPI exchange in flight; ``finish`` unpacks, and releases its tag slot."""
+
+    def __init__(self, messages: MessageSet, arrays: Sequence[Any], release: Any) -> None:
+        self._messages = messages
+        self._arrays = arrays
+        self._release = release
+
+    def test(self) -> bool:
+        return self._messages.test()
+
+    def wait(self) -> None:
+        try:
+            self._messages.finish(self._arrays)
+        finally:
+            self._release()
+
+
+def _buffer(region: Region, specs: Sequence[FieldSpec], xp: ModuleType) -> MessageBuffer | None:
+    return MessageBuffer(region, specs, xp) if region.count else None
+
+
+def _array_module(array: Any) -> ModuleType:
+    if isinstance(array, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _cuda_aware() -> bool:
+    query = getattr(MPI, "Query_cuda_support", None)
+    return bool(query and query())

@@ -1,0 +1,257 @@
+"""Cartesian block decomposition of a regular global grid, and its exchange plan.
+
+The global grid is cut into a ``proc_grid`` of blocks (sizes differ by at most one cell when a
+dimension does not divide evenly); ranks are laid out in C order over the process grid, as
+``MPI_Cart_create`` does without reordering. Every local array carries the full halo on every
+side, also at a non-periodic boundary, where it is never written.
+
+Each rank exchanges with up to ``3**ndim - 1`` neighbours: faces, edges and corners, so 9- and
+27-point stencils see correct diagonal values. Messages to one peer are coalesced: with two
+ranks in a periodic dimension the left and right neighbour are the same rank and get a single
+message holding both strips.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+from mpi4py import MPI
+
+from gt4py_halo.decomposition.collective import private_communicator
+from gt4py_halo.decomposition.plan import Box, BoxRegion, ExchangePlan, NeighbourExchange
+from gt4py_halo.errors import DecompositionError
+
+HaloSpec = int | Sequence[int] | Sequence[tuple[int, int]]
+
+
+class CartesianDecomposition:
+    """A regular grid split into blocks, one per rank, with halos of given widths.
+
+    ``halo`` is one width for all sides, one width per dimension, or ``(lo, hi)`` per
+    dimension. ``proc_grid=None`` chooses a balanced grid like ``MPI_Dims_create``, leaving
+    dimensions without halo whole (a vertical dimension with ``halo=(1, 1, 0)``).
+    Construction is collective over ``comm`` (default ``MPI_COMM_WORLD``).
+    """
+
+    def __init__(
+        self,
+        global_shape: Sequence[int],
+        halo: HaloSpec,
+        periodic: bool | Sequence[bool] = False,
+        proc_grid: Sequence[int] | None = None,
+        comm: MPI.Comm | None = None,
+    ) -> None:
+        self.global_shape = _positive_shape(global_shape)
+        ndim = len(self.global_shape)
+        self.halo = _normalize_halo(halo, ndim)
+        self.periodic = _normalize_periodic(periodic, ndim)
+        self.comm = private_communicator(comm)
+        self.rank = self.comm.Get_rank()
+        self.proc_grid = _choose_proc_grid(self.comm.Get_size(), self.halo, proc_grid)
+        _check_blocks_fit_halo(self.global_shape, self.proc_grid, self.halo, self.periodic)
+        self.coords = _rank_coords(self.rank, self.proc_grid)
+        bounds = [
+            _block_bounds(n, p, c)
+            for n, p, c in zip(self.global_shape, self.proc_grid, self.coords)
+        ]
+        self.global_slices = tuple(slice(a, b) for a, b in bounds)
+        self.owned_shape = tuple(b - a for a, b in bounds)
+        self.allocated_shape = tuple(
+            n + lo + hi for n, (lo, hi) in zip(self.owned_shape, self.halo)
+        )
+        self.owned = tuple(
+            slice(lo, lo + n) for n, (lo, _) in zip(self.owned_shape, self.halo)
+        )
+        self._plan = self._build_plan()
+
+    def plan(self, dim: str | None = None) -> ExchangePlan:
+        """The exchange plan; a cartesian decomposition has exactly one (``dim=None``)."""
+        if dim is not None:
+            raise DecompositionError(
+                f"dim={dim!r} given, but a CartesianDecomposition has no named dims; "
+                "call exchange(*fields) without dim"
+            )
+        return self._plan
+
+    def rank_of(self, coords: Sequence[int]) -> int:
+        """The rank owning the block at process-grid ``coords``."""
+        rank = 0
+        for c, p in zip(coords, self.proc_grid):
+            rank = rank * p + c
+        return rank
+
+    def _neighbour(self, direction: tuple[int, ...]) -> int | None:
+        coords = []
+        for c, d, p, periodic in zip(self.coords, direction, self.proc_grid, self.periodic):
+            c += d
+            if not 0 <= c < p:
+                if not periodic:
+                    return None
+                c %= p
+            coords.append(c)
+        return self.rank_of(coords)
+
+    def _box(self, direction: tuple[int, ...], sending: bool) -> Box | None:
+        """Cells sent towards, or received from, the neighbour at ``direction``.
+
+        Towards ``+1`` a rank sends as many cells as the receiver's low halo is wide, from the
+        top of its owned range; from ``+1`` it receives into its high halo.
+        """
+        start, stop = [], []
+        for d, n, (lo, hi) in zip(direction, self.owned_shape, self.halo):
+            # the owned range is [lo, lo + n)
+            if d == 0:
+                a, b = lo, lo + n
+            elif sending:
+                a, b = (n, n + lo) if d > 0 else (lo, lo + hi)
+            else:
+                a, b = (lo + n, lo + n + hi) if d > 0 else (0, lo)
+            if a == b:
+                return None
+            start.append(a)
+            stop.append(b)
+        return Box(tuple(start), tuple(stop))
+
+    def _build_plan(self) -> ExchangePlan:
+        ndim = len(self.global_shape)
+        sends: dict[int, list[tuple[tuple[int, ...], Box]]] = {}
+        recvs: dict[int, list[tuple[tuple[int, ...], Box]]] = {}
+        for direction in itertools.product((-1, 0, 1), repeat=ndim):
+            if not any(direction):
+                continue
+            peer = self._neighbour(direction)
+            if peer is None:
+                continue
+            send_box = self._box(direction, sending=True)
+            if send_box is not None:
+                sends.setdefault(peer, []).append((direction, send_box))
+            recv_box = self._box(direction, sending=False)
+            if recv_box is not None:
+                # keyed by the direction the sender sees, so both sides order boxes alike
+                sender_direction = tuple(-d for d in direction)
+                recvs.setdefault(peer, []).append((sender_direction, recv_box))
+        neighbours = tuple(
+            NeighbourExchange(
+                rank=peer,
+                send=BoxRegion(tuple(box for _, box in sorted(sends.get(peer, [])))),
+                recv=BoxRegion(tuple(box for _, box in sorted(recvs.get(peer, [])))),
+            )
+            for peer in sorted(sends.keys() | recvs.keys())
+        )
+        return ExchangePlan(
+            name="cartesian",
+            rank=self.rank,
+            comm_size=self.comm.Get_size(),
+            local_shape=self.allocated_shape,
+            neighbours=neighbours,
+            tag=0,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CartesianDecomposition(global_shape={self.global_shape}, halo={self.halo}, "
+            f"periodic={self.periodic}, proc_grid={self.proc_grid}, rank={self.rank})"
+        )
+
+
+def _positive_shape(global_shape: Sequence[int]) -> tuple[int, ...]:
+    shape = tuple(global_shape)
+    if not 1 <= len(shape) <= 3 or not all(isinstance(n, int) and n > 0 for n in shape):
+        raise DecompositionError(
+            f"global_shape must be 1 to 3 positive ints, got {global_shape!r}"
+        )
+    return shape
+
+
+def _normalize_halo(halo: HaloSpec, ndim: int) -> tuple[tuple[int, int], ...]:
+    def width(h: object) -> int:
+        if not isinstance(h, int) or isinstance(h, bool) or h < 0:
+            raise DecompositionError(f"halo widths must be non-negative ints, got {halo!r}")
+        return h
+
+    if isinstance(halo, int):
+        return ((width(halo), width(halo)),) * ndim
+    halo = tuple(halo)
+    if len(halo) != ndim:
+        raise DecompositionError(f"halo {halo!r} has {len(halo)} entries for {ndim} dimensions")
+    sides = []
+    for h in halo:
+        if isinstance(h, int):
+            sides.append((width(h), width(h)))
+        elif len(tuple(h)) == 2:
+            lo, hi = h
+            sides.append((width(lo), width(hi)))
+        else:
+            raise DecompositionError(f"halo entry {h!r} must be an int or a (lo, hi) pair")
+    return tuple(sides)
+
+
+def _normalize_periodic(periodic: bool | Sequence[bool], ndim: int) -> tuple[bool, ...]:
+    if isinstance(periodic, bool):
+        return (periodic,) * ndim
+    periodic = tuple(periodic)
+    if len(periodic) != ndim or not all(isinstance(p, bool) for p in periodic):
+        raise DecompositionError(f"periodic must be a bool or {ndim} bools, got {periodic!r}")
+    return periodic
+
+
+def _choose_proc_grid(
+    size: int, halo: tuple[tuple[int, int], ...], proc_grid: Sequence[int] | None
+) -> tuple[int, ...]:
+    ndim = len(halo)
+    if proc_grid is None:
+        # like MPI_Dims_create, but dimensions without halo are not split
+        splittable = [k for k, (lo, hi) in enumerate(halo) if lo or hi] or list(range(ndim))
+        split = MPI.Compute_dims(size, len(splittable))
+        grid = [1] * ndim
+        for k, p in zip(splittable, split):
+            grid[k] = p
+        return tuple(grid)
+    grid = tuple(proc_grid)
+    if len(grid) != ndim or not all(isinstance(p, int) and p > 0 for p in grid):
+        raise DecompositionError(f"proc_grid must be {ndim} positive ints, got {proc_grid!r}")
+    if math.prod(grid) != size:
+        raise DecompositionError(
+            f"proc_grid {grid} has {math.prod(grid)} blocks but the communicator has "
+            f"{size} ranks"
+        )
+    return grid
+
+
+def _block_bounds(n: int, p: int, c: int) -> tuple[int, int]:
+    """Global range of block ``c`` of ``n`` cells in ``p`` blocks; the first blocks get extra."""
+    base, extra = divmod(n, p)
+    start = c * base + min(c, extra)
+    return start, start + base + (c < extra)
+
+
+def _check_blocks_fit_halo(
+    global_shape: tuple[int, ...],
+    proc_grid: tuple[int, ...],
+    halo: tuple[tuple[int, int], ...],
+    periodic: tuple[bool, ...],
+) -> None:
+    """Every rank runs this on the same global data, so every rank raises alike."""
+    for k, (n, p, (lo, hi), per) in enumerate(zip(global_shape, proc_grid, halo, periodic)):
+        smallest = n // p
+        if smallest == 0:
+            raise DecompositionError(
+                f"dimension {k} has {n} cells for {p} ranks: some blocks would be empty"
+            )
+        exchanges = p > 1 or per
+        if exchanges and max(lo, hi) > smallest:
+            raise DecompositionError(
+                f"halo ({lo}, {hi}) in dimension {k} is wider than the smallest local block "
+                f"({smallest} cells: {n} cells over {p} ranks); a halo may only reach into "
+                "the nearest neighbour"
+            )
+
+
+def _rank_coords(rank: int, proc_grid: tuple[int, ...]) -> tuple[int, ...]:
+    coords = []
+    for p in reversed(proc_grid):
+        rank, c = divmod(rank, p)
+        coords.append(c)
+    return tuple(reversed(coords))

@@ -1,0 +1,53 @@
+"""MPI helpers for building plans collectively.
+
+Plans are built by all ranks together. An error one rank detects must reach every rank, or the
+others would go on to post messages and wait forever; ``raise_on_all_ranks`` makes every rank
+raise the same exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from mpi4py import MPI
+
+from gt4py_halo.errors import DecompositionError
+
+
+def private_communicator(comm: MPI.Comm | None) -> MPI.Comm:
+    """A duplicate of ``comm`` (default: MPI_COMM_WORLD) owned by one decomposition.
+
+    Its messages can then never match those of the user's code or another decomposition.
+    """
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    if not isinstance(comm, MPI.Intracomm):
+        raise DecompositionError(f"comm must be an mpi4py intracommunicator, got {comm!r}")
+    return comm.Dup()
+
+
+def raise_on_all_ranks(comm: MPI.Comm, problem: str | None) -> None:
+    """Raise ``DecompositionError`` on every rank if any rank reports a problem."""
+    problems = comm.allgather(problem)
+    found = [(rank, p) for rank, p in enumerate(problems) if p is not None]
+    if found:
+        shown = "; ".join(f"rank {rank}: {p}" for rank, p in found[:4])
+        more = f" (and {len(found) - 4} more ranks)" if len(found) > 4 else ""
+        raise DecompositionError(shown + more)
+
+
+def alltoallv(comm: MPI.Comm, parts: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Send ``parts[r]`` (int64) to rank ``r``; return what each rank sent here."""
+    send_counts = np.array([len(p) for p in parts], dtype=np.int64)
+    recv_counts = np.empty_like(send_counts)
+    comm.Alltoall(send_counts, recv_counts)
+    send = np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
+    recv = np.empty(int(recv_counts.sum()), dtype=np.int64)
+    send_displs = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
+    recv_displs = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
+    comm.Alltoallv(
+        [send, (send_counts, send_displs), MPI.INT64_T],
+        [recv, (recv_counts, recv_displs), MPI.INT64_T],
+    )
+    return np.split(recv, np.cumsum(recv_counts)[:-1])

@@ -1,0 +1,148 @@
+"""The exchange plan: which local cells go to which rank, as plain data.
+
+A plan is computed once, collectively, by a decomposition, and is then the only source of truth
+for every backend: the runtime MPI transport packs from it, the GHEX transport is checked against
+it, and the DaCe nodes are generated from it. It holds no MPI objects, so it can be pickled,
+printed, compared and turned into code.
+
+Index spaces: a plan speaks of the *decomposed* axes of a local field (all axes of a cartesian
+block, axis 0 of an unstructured field). Trailing axes (vertical levels) are not decomposed and
+travel whole with every cell. Within one message the cells are ordered as the plan lists them,
+levels innermost, whatever the memory order of the field, so ranks with differently laid out
+fields still agree on every byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Number of message tags each plan reserves: one per exchange of that plan in flight at once.
+TAGS_PER_PLAN = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """A half-open box ``[start, stop)`` of local indices over the decomposed axes."""
+
+    start: tuple[int, ...]
+    stop: tuple[int, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(b - a for a, b in zip(self.start, self.stop))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def slices(self) -> tuple[slice, ...]:
+        return tuple(slice(a, b) for a, b in zip(self.start, self.stop))
+
+
+@dataclasses.dataclass(frozen=True)
+class BoxRegion:
+    """Cells given as boxes (cartesian plans); cells are ordered box by box, C order inside."""
+
+    boxes: tuple[Box, ...]
+
+    @property
+    def count(self) -> int:
+        return sum(box.size for box in self.boxes)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class IndexRegion:
+    """Cells given as an explicit list of positions along axis 0 (unstructured plans)."""
+
+    indices: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.indices)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IndexRegion) and np.array_equal(self.indices, other.indices)
+
+    def __hash__(self) -> int:
+        return hash(self.indices.tobytes())
+
+
+Region = BoxRegion | IndexRegion
+
+
+@dataclasses.dataclass(frozen=True)
+class NeighbourExchange:
+    """Everything exchanged with one peer rank in one message each way.
+
+    ``send`` lists the local cells packed for ``rank``; ``recv`` the local halo cells filled
+    from its message, in the order that rank packs them. ``rank`` may be this rank itself
+    (a periodic dimension with one rank), in which case no message is sent.
+    """
+
+    rank: int
+    send: Region
+    recv: Region
+
+
+@dataclasses.dataclass(frozen=True)
+class ExchangePlan:
+    """One exchange pattern of one decomposition (the cartesian grid, or one unstructured dim).
+
+    ``tag`` is the first of ``TAGS_PER_PLAN`` message tags reserved for this plan on the
+    decomposition's own communicator; exchange number ``k`` in flight uses ``tag + k``.
+    """
+
+    name: str
+    rank: int
+    comm_size: int
+    local_shape: tuple[int, ...]
+    neighbours: tuple[NeighbourExchange, ...]
+    tag: int
+
+    @property
+    def remote_neighbours(self) -> tuple[NeighbourExchange, ...]:
+        return tuple(n for n in self.neighbours if n.rank != self.rank)
+
+    def message_tag(self, slot: int) -> int:
+        if not 0 <= slot < TAGS_PER_PLAN:
+            raise RuntimeError(
+                f"plan {self.name!r}: more than {TAGS_PER_PLAN} exchanges in flight at once; "
+                "finish some before starting more"
+            )
+        return self.tag + slot
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldSpec:
+    """What a message needs to know of a field: its element type and its undecomposed axes."""
+
+    dtype: np.dtype
+    level_shape: tuple[int, ...]
+
+    @property
+    def cell_bytes(self) -> int:
+        return self.dtype.itemsize * math.prod(self.level_shape)
+
+
+#: Byte alignment of each field's segment inside a message.
+SEGMENT_ALIGNMENT = 8
+
+
+def segment_offsets(count: int, specs: Sequence[FieldSpec]) -> tuple[tuple[int, ...], int]:
+    """Byte offset of each field's segment in a message of ``count`` cells, and its size.
+
+    Several fields exchanged together travel in one message per neighbour: field after
+    field, each segment aligned so that it can be viewed with its own dtype.
+    """
+    offsets = []
+    end = 0
+    for spec in specs:
+        start = -(-end // SEGMENT_ALIGNMENT) * SEGMENT_ALIGNMENT
+        offsets.append(start)
+        end = start + count * spec.cell_bytes
+    return tuple(offsets), end

@@ -1,0 +1,192 @@
+"""Unstructured (ICON-style) decomposition: per dim, owned and halo global ids on each rank.
+
+Local arrays of a dim hold the owned gids first, in the given order, then the halo gids, in
+the given order. Owners of halo gids are discovered, not passed: every gid is registered with a
+*directory rank* (``gid % size``), which detects gids owned twice and answers who owns each
+halo gid, or that nobody does. Memory and messages scale with the local sizes, never with the
+global mesh. Each rank then asks each owner for its gids; the owner's send list follows the
+order of the request, so both sides of every message agree cell by cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from mpi4py import MPI
+
+from gt4py_halo.decomposition.collective import (
+    alltoallv,
+    private_communicator,
+    raise_on_all_ranks,
+)
+from gt4py_halo.decomposition.plan import (
+    TAGS_PER_PLAN,
+    ExchangePlan,
+    IndexRegion,
+    NeighbourExchange,
+)
+from gt4py_halo.errors import DecompositionError
+
+GidLists = tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray]
+
+
+class UnstructuredDecomposition:
+    """Per named dim (``"cell"``, ``"edge"``, ...), which gids this rank owns and mirrors.
+
+    Construction is collective over ``comm``: every rank must pass the same dim names.
+    """
+
+    def __init__(self, dims: Mapping[str, GidLists], comm: MPI.Comm | None = None) -> None:
+        self.comm = private_communicator(comm)
+        self.rank = self.comm.Get_rank()
+        names = sorted(dims) if isinstance(dims, Mapping) else None
+        _check_same_names(self.comm, names)
+        self.dims = tuple(names)
+        self.owned_gids: dict[str, np.ndarray] = {}
+        self.halo_gids: dict[str, np.ndarray] = {}
+        self._plans: dict[str, ExchangePlan] = {}
+        for number, name in enumerate(self.dims):
+            owned, halo = _gid_arrays(self.comm, name, dims[name])
+            self.owned_gids[name] = owned
+            self.halo_gids[name] = halo
+            self._plans[name] = _build_plan(self.comm, name, owned, halo, number * TAGS_PER_PLAN)
+
+    def local_size(self, dim: str) -> int:
+        """Length of axis 0 of a local field of ``dim``: owned plus halo cells."""
+        return self.plan(dim).local_shape[0]
+
+    @property
+    def owned(self) -> dict[str, slice]:
+        """Per dim, the slice of owned cells in a local array."""
+        return {name: slice(0, len(gids)) for name, gids in self.owned_gids.items()}
+
+    def plan(self, dim: str | None = None) -> ExchangePlan:
+        """The exchange plan of ``dim``; ``None`` is allowed when there is only one dim."""
+        if dim is None:
+            if len(self.dims) == 1:
+                return self._plans[self.dims[0]]
+            raise DecompositionError(
+                f"this decomposition has dims {', '.join(self.dims)}: pass dim=... to exchange"
+            )
+        if dim not in self._plans:
+            raise DecompositionError(
+                f"unknown dim {dim!r}; this decomposition has {', '.join(self.dims)}"
+            )
+        return self._plans[dim]
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(
+            f"{n}: {len(self.owned_gids[n])}+{len(self.halo_gids[n])}" for n in self.dims
+        )
+        return f"UnstructuredDecomposition({{{sizes}}}, rank={self.rank})"
+
+
+def _check_same_names(comm: MPI.Comm, names: list[str] | None) -> None:
+    problem = None
+    if names is None:
+        problem = "dims must be a mapping of dim name to (owned_gids, halo_gids)"
+    elif not names or not all(isinstance(n, str) for n in names):
+        problem = f"dim names must be a non-empty set of strings, got {names!r}"
+    raise_on_all_ranks(comm, problem)
+    everyone = comm.allgather(names)
+    if any(other != names for other in everyone):
+        raise_on_all_ranks(comm, f"dims differ between ranks: {everyone[:4]}")
+
+
+def _gid_arrays(comm: MPI.Comm, name: str, lists: GidLists) -> tuple[np.ndarray, np.ndarray]:
+    """Both gid lists as int64 arrays, after checks every rank agrees on."""
+    problem, owned, halo = None, np.empty(0, np.int64), np.empty(0, np.int64)
+    try:
+        owned_in, halo_in = lists
+        owned, halo = (np.asarray(a) for a in (owned_in, halo_in))
+        if owned.ndim != 1 or halo.ndim != 1:
+            raise ValueError("gid lists must be one-dimensional")
+        if any(a.size and a.dtype.kind not in "iu" for a in (owned, halo)):
+            raise ValueError("gids must be integers")
+        owned, halo = owned.astype(np.int64), halo.astype(np.int64)
+        if (owned.size and owned.min() < 0) or (halo.size and halo.min() < 0):
+            raise ValueError("gids must be non-negative")
+        problem = (
+            _repeated("owned gid", owned, "listed twice as owned")
+            or _repeated("halo gid", halo, "listed twice as halo")
+            or _repeated("gid", np.concatenate([owned, halo]), "listed both as owned and as halo")
+        )
+    except (TypeError, ValueError) as error:
+        problem = f"{error} (expected (owned_gids, halo_gids))"
+    raise_on_all_ranks(comm, f"dim {name!r}: {problem}" if problem else None)
+    return owned, halo
+
+
+def _repeated(what: str, gids: np.ndarray, how: str) -> str | None:
+    values, counts = np.unique(gids, return_counts=True)
+    twice = values[counts > 1]
+    return f"{what} {int(twice[0])} is {how}" if twice.size else None
+
+
+def _build_plan(
+    comm: MPI.Comm, name: str, owned: np.ndarray, halo: np.ndarray, tag: int
+) -> ExchangePlan:
+    size, rank = comm.Get_size(), comm.Get_rank()
+
+    # 1. register owned gids with their directory ranks
+    home = owned % size
+    registered = alltoallv(comm, [owned[home == r] for r in range(size)])
+    dir_gids = np.concatenate(registered)
+    dir_owner = np.repeat(np.arange(size), [len(part) for part in registered])
+    order = np.argsort(dir_gids, kind="stable")
+    dir_gids, dir_owner = dir_gids[order], dir_owner[order]
+    problem = None
+    twice = np.flatnonzero(dir_gids[1:] == dir_gids[:-1])
+    if twice.size:
+        k = twice[0]
+        problem = (
+            f"dim {name!r}: gid {int(dir_gids[k])} is owned by ranks "
+            f"{int(dir_owner[k])} and {int(dir_owner[k + 1])}"
+        )
+    raise_on_all_ranks(comm, problem)
+
+    # 2. ask the directory who owns each halo gid
+    home = halo % size
+    asked_positions = [np.flatnonzero(home == r) for r in range(size)]
+    questions = alltoallv(comm, [halo[p] for p in asked_positions])
+    answers = []
+    for asked in questions:
+        at = np.searchsorted(dir_gids, asked)
+        found = (at < len(dir_gids)) & (dir_gids[np.minimum(at, len(dir_gids) - 1)] == asked)
+        answers.append(np.where(found, dir_owner[np.minimum(at, len(dir_gids) - 1)], -1))
+    replies = alltoallv(comm, answers)
+    halo_owner = np.empty(len(halo), np.int64)
+    for positions, reply in zip(asked_positions, replies):
+        halo_owner[positions] = reply
+    orphans = halo[halo_owner < 0]
+    raise_on_all_ranks(
+        comm,
+        f"dim {name!r}: halo gid {int(orphans[0])} is owned by no rank" if orphans.size else None,
+    )
+
+    # 3. ask each owner for its gids, in halo order; the owner sends in that order
+    recv_positions = [np.flatnonzero(halo_owner == r) for r in range(size)]
+    requests = alltoallv(comm, [halo[p] for p in recv_positions])
+    by_gid = np.argsort(owned)
+    neighbours = []
+    for peer in range(size):
+        wanted = requests[peer]
+        if not wanted.size and not recv_positions[peer].size:
+            continue
+        send_indices = by_gid[np.searchsorted(owned, wanted, sorter=by_gid)]
+        neighbours.append(
+            NeighbourExchange(
+                rank=peer,
+                send=IndexRegion(send_indices.astype(np.int64)),
+                recv=IndexRegion(len(owned) + recv_positions[peer].astype(np.int64)),
+            )
+        )
+    return ExchangePlan(
+        name=name,
+        rank=rank,
+        comm_size=size,
+        local_shape=(len(owned) + len(halo),),
+        neighbours=tuple(neighbours),
+        tag=tag,
+    )

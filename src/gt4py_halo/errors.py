@@ -1,0 +1,25 @@
+"""Exceptions of gt4py_halo.
+
+Every error is raised before anything is posted to MPI, and says which argument, field, rank or
+global id is wrong, so that a user on rank 3 of 512 knows what to fix without a debugger.
+"""
+
+
+class HaloError(Exception):
+    """Base class of all gt4py_halo errors."""
+
+
+class DecompositionError(HaloError, ValueError):
+    """A decomposition that cannot work: bad shapes, halos wider than blocks, bad global ids."""
+
+
+class FieldError(HaloError, ValueError):
+    """A field that does not fit its exchange plan (shape, dtype, layout, writability)."""
+
+
+class BackendError(HaloError, ValueError):
+    """An unknown or misconfigured transport backend."""
+
+
+class BackendUnavailableError(HaloError, ImportError):
+    """A known backend whose software (GHEX, CuPy) is not installed."""

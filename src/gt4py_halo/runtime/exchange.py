@@ -1,0 +1,73 @@
+"""The runtime (Python-level) halo exchange: what ``gh.make_exchange`` returns.
+
+``Exchange`` validates fields against the decomposition's plan, then hands arrays to the
+transport chosen at construction. Blocking ``exchange`` is ``start`` followed by ``finish``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gt4py_halo.backends import make_transport
+from gt4py_halo.config import configured_backend
+from gt4py_halo.decomposition.plan import ExchangePlan
+from gt4py_halo.errors import FieldError
+from gt4py_halo.runtime.fields import as_array, specs_of
+
+
+class Exchange:
+    """Halo exchanges of one decomposition over one transport."""
+
+    def __init__(self, decomposition: Any, backend: str | None = None) -> None:
+        name = configured_backend(backend)
+        self.decomposition = decomposition
+        self._transport = make_transport(name, decomposition)
+        self.backend: str = self._transport.name
+
+    def exchange(self, *fields: Any, dim: str | None = None) -> None:
+        """Fill the halos of ``fields`` from their owners; returns when all are written."""
+        self.start(*fields, dim=dim).finish()
+
+    def start(self, *fields: Any, dim: str | None = None) -> ExchangeHandle:
+        """Post the exchange of ``fields`` and return at once.
+
+        Until ``finish`` the fields' owned cells must not change and their halos must not be
+        read. All fields travel together: one message per neighbour.
+        """
+        plan = self.decomposition.plan(dim)
+        arrays = _arrays(fields)
+        specs = specs_of(plan, arrays)
+        return ExchangeHandle(self._transport.start(plan, arrays, specs))
+
+    def __repr__(self) -> str:
+        return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"
+
+
+class ExchangeHandle:
+    """A split-phase exchange in flight."""
+
+    def __init__(self, pending: Any) -> None:
+        self._pending = pending
+
+    def is_ready(self) -> bool:
+        """Whether ``finish`` would return without waiting for messages."""
+        return self._pending is None or self._pending.test()
+
+    def finish(self) -> None:
+        """Wait for all messages and write the halos; calling it again does nothing."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.wait()
+
+
+def _arrays(fields: tuple[Any, ...]) -> list[Any]:
+    if not fields:
+        raise FieldError("no fields given to exchange")
+    arrays = [as_array(f, i) for i, f in enumerate(fields)]
+    kinds = {type(a).__module__.split(".")[0] for a in arrays}
+    if len(kinds) > 1:
+        raise FieldError(
+            f"fields mix array libraries ({', '.join(sorted(kinds))}); exchange host and "
+            "device fields in separate calls"
+        )
+    return arrays
