@@ -70,9 +70,10 @@ class _CartesianPatterns:
             self._patterns[levels] = (pattern, domain)
         return self._patterns[levels]
 
-    def descriptor(self, domain: Any, array: np.ndarray, spec: FieldSpec) -> Any:
+    def descriptor(self, domain: Any, array: np.ndarray, spec: FieldSpec, position: int) -> Any:
         offsets = tuple(s.start for s in self._d.owned) + (0,) * len(spec.level_shape)
-        return ghex_regular.make_field_descriptor(domain, array, offsets, array.shape)
+        extents = _padded_extents(array, position)
+        return ghex_regular.make_field_descriptor(domain, array, offsets, extents)
 
 
 class _UnstructuredPatterns:
@@ -99,8 +100,8 @@ class _UnstructuredPatterns:
             )
         return self._pattern
 
-    def descriptor(self, domain: Any, array: np.ndarray, spec: FieldSpec) -> Any:
-        return ghex_unstructured.make_field_descriptor(domain, array)
+    def descriptor(self, domain: Any, array: np.ndarray, spec: FieldSpec, position: int) -> Any:
+        return ghex_unstructured.make_field_descriptor(domain, array)  # reads any strides
 
 
 class GhexTransport:
@@ -125,9 +126,10 @@ class GhexTransport:
         patterns = self._patterns_of(plan)
         applied = []
         for position, (array, spec) in enumerate(zip(arrays, specs)):
-            _check_exchangeable(array, position)
+            _check_device(array, position)
             pattern, domain = patterns.pattern(spec)
-            applied.append(pattern(self._descriptor(plan, patterns, domain, array, spec)))
+            descriptor = self._descriptor(plan, patterns, domain, array, spec, position)
+            applied.append(pattern(descriptor))
         # pyghex takes one C++ buffer type (dtype, layout) per call: one call per group
         groups: dict[type, list[Any]] = {}
         for item in applied:
@@ -150,12 +152,18 @@ class GhexTransport:
         return self._patterns[plan.name]
 
     def _descriptor(
-        self, plan: ExchangePlan, patterns: Any, domain: Any, array: Any, spec: FieldSpec
+        self,
+        plan: ExchangePlan,
+        patterns: Any,
+        domain: Any,
+        array: Any,
+        spec: FieldSpec,
+        position: int,
     ) -> Any:
         key = (plan.name, _address(array), array.shape, array.strides, spec.dtype)
         descriptor = self._descriptors.get(key)
         if descriptor is None:
-            descriptor = patterns.descriptor(domain, array, spec)
+            descriptor = patterns.descriptor(domain, array, spec, position)
             self._descriptors[key] = descriptor
             if len(self._descriptors) > DESCRIPTOR_CACHE_SIZE:
                 self._descriptors.popitem(last=False)
@@ -193,19 +201,35 @@ def _address(array: Any) -> int:
     return interface["data"][0]
 
 
-def _check_exchangeable(array: Any, position: int) -> None:
-    """GHEX describes a field by its extents and axis order alone: no gaps between axes."""
+def _check_device(array: Any, position: int) -> None:
     if hasattr(array, "__cuda_array_interface__") and not ghex.__config__["gpu"]:
         raise FieldError(
             f"field {position} is a GPU array, but this GHEX build has no GPU support; "
             "build GHEX with GHEX_USE_GPU=ON or use the 'mpi' backend"
         )
-    order = sorted(range(array.ndim), key=lambda axis: array.strides[axis])
-    expected = array.itemsize
-    for axis in order:
-        if array.shape[axis] > 1 and array.strides[axis] != expected:
+
+
+def _padded_extents(array: Any, position: int) -> tuple[int, ...]:
+    """Extents of the dense (possibly padded) allocation ``array`` starts at.
+
+    GHEX's structured descriptor derives strides from extents and axis order, so a field
+    with padding between axes (as GT4Py allocates for alignment) is described by its padded
+    extents. Strides that no padded dense allocation explains are rejected.
+    """
+    order = sorted(range(array.ndim), key=lambda axis: (array.strides[axis], axis))
+    extents = list(array.shape)
+    step = array.itemsize
+    for inner, outer in zip(order, order[1:] + [None]):
+        if array.strides[inner] != step:
             raise FieldError(
-                f"field {position} is not contiguous (strides {array.strides}); the 'ghex' "
-                "backend needs dense fields in some axis order, the 'mpi' backend takes any"
+                f"field {position} has strides {array.strides}, which no dense or padded "
+                "allocation has; the 'ghex' backend cannot describe it, the 'mpi' backend can"
             )
-        expected *= array.shape[axis]
+        if outer is not None:
+            if array.strides[outer] % step or array.strides[outer] // step < array.shape[inner]:
+                raise FieldError(
+                    f"field {position} has overlapping or unaligned strides {array.strides}"
+                )
+            extents[inner] = array.strides[outer] // step
+            step = array.strides[outer]
+    return tuple(extents)

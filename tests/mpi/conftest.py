@@ -1,0 +1,40 @@
+"""Collective tests: every rank of ``mpirun -n N`` runs the same tests in the same order.
+
+A test that fails on one rank must fail on all, with that rank's message, or rank 0 would
+report success while another rank's halos were wrong. At each test's teardown (which runs on
+every rank, whatever happened before) the ranks exchange their failures; a rank that passed
+fails the teardown with the others' reports.
+"""
+
+from __future__ import annotations
+
+import pytest
+from mpi4py import MPI
+
+COMM = MPI.COMM_WORLD
+
+
+@pytest.fixture
+def comm() -> MPI.Intracomm:
+    return COMM
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    failures = item.stash.setdefault(_FAILURES, [])
+    if report.failed:
+        failures.append(f"[{report.when}] {report.longreprtext[-3000:]}")
+    if call.when != "teardown":
+        return
+    everyone = COMM.allgather(failures)
+    others = [(rank, f) for rank, f in enumerate(everyone) if f and rank != COMM.rank]
+    if others and not failures:
+        report.outcome = "failed"
+        report.longrepr = "\n".join(
+            f"--- failed on rank {rank} of {COMM.size}:\n" + "\n".join(f) for rank, f in others
+        )
+
+
+_FAILURES = pytest.StashKey[list]()
