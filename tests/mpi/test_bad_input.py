@@ -1,0 +1,163 @@
+"""Bad input raises a clear error on every rank, before anything is posted to MPI.
+
+After each rejected call a correct exchange must still give exact halos: had a rejected call
+posted a message, it would be matched by the next exchange and corrupt it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from halo_reference import expected_local, filled_local
+
+import gt4py_halo as gh
+
+BACKENDS = ["mpi", "ghex"]
+
+
+@pytest.fixture(params=BACKENDS)
+def cartesian(request):
+    d = gh.CartesianDecomposition((12, 10, 4), halo=(1, 1, 0), periodic=True)
+    ex = gh.make_exchange(d, backend=request.param)
+    yield d, ex
+    field = filled_local(d, (), np.float64)
+    ex.exchange(field)
+    np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+def test_wrong_shape(cartesian):
+    d, ex = cartesian
+    shape = (d.allocated_shape[0] + 1,) + d.allocated_shape[1:]
+    with pytest.raises(gh.FieldError, match=r"field 1 has shape .* needs its first 3 axes"):
+        ex.exchange(np.zeros(d.allocated_shape), np.zeros(shape))
+
+
+def test_missing_level_axes_are_not_guessed(cartesian):
+    d, ex = cartesian
+    with pytest.raises(gh.FieldError, match="field 0 has shape"):
+        ex.exchange(np.zeros(d.allocated_shape[:2]))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.complex128, np.bool_, np.uint8])
+def test_unsupported_dtype(cartesian, dtype):
+    d, ex = cartesian
+    with pytest.raises(gh.FieldError, match="field 0 has dtype"):
+        ex.exchange(np.zeros(d.allocated_shape, dtype=dtype))
+
+
+def test_read_only(cartesian):
+    d, ex = cartesian
+    field = np.zeros(d.allocated_shape)
+    field.flags.writeable = False
+    with pytest.raises(gh.FieldError, match="read-only"):
+        ex.start(field)
+
+
+def test_not_an_array(cartesian):
+    _, ex = cartesian
+    with pytest.raises(gh.FieldError, match="field 0 is a list"):
+        ex.exchange([[1.0, 2.0]])
+    with pytest.raises(gh.FieldError, match="no fields"):
+        ex.exchange()
+
+
+def test_dim_on_a_cartesian_decomposition(cartesian):
+    d, ex = cartesian
+    with pytest.raises(gh.DecompositionError, match="no named dims"):
+        ex.exchange(np.zeros(d.allocated_shape), dim="cell")
+
+
+def test_ghex_rejects_strides_it_cannot_describe():
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    big = np.zeros((d.allocated_shape[0], 2 * d.allocated_shape[1]))
+    gapped = big[:, ::2]  # every other element: no dense allocation has these strides
+    with pytest.raises(gh.FieldError, match="strides"):
+        gh.make_exchange(d, backend="ghex").exchange(gapped)
+    gh.make_exchange(d, backend="mpi").exchange(gapped)  # any strides work over MPI
+    expected = expected_local(d, (), np.float64)
+    field = filled_local(d, (), np.float64)
+    gapped[...] = field
+    gh.make_exchange(d, backend="mpi").exchange(gapped)
+    np.testing.assert_array_equal(gapped, expected)
+
+
+def test_unknown_backend():
+    d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
+    with pytest.raises(gh.BackendError, match="unknown halo-exchange backend 'nccl'"):
+        gh.make_exchange(d, backend="nccl")
+
+
+def test_halo_wider_than_block(comm):
+    cells = 2 * comm.size + comm.size // 2  # smallest block: 2 cells
+    with pytest.raises(gh.DecompositionError, match="wider than the smallest local block"):
+        gh.CartesianDecomposition((cells, 4), halo=3, periodic=True, proc_grid=(comm.size, 1))
+
+
+def test_more_ranks_than_cells(comm):
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    with pytest.raises(gh.DecompositionError, match="empty"):
+        gh.CartesianDecomposition((comm.size - 1, 4), halo=1, proc_grid=(comm.size, 1))
+
+
+def test_proc_grid_that_does_not_match_the_communicator(comm):
+    with pytest.raises(gh.DecompositionError, match="ranks"):
+        gh.CartesianDecomposition((8, 8), halo=1, proc_grid=(comm.size + 1, 1))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"global_shape": (8, 0), "halo": 1},
+        {"global_shape": (8, 8), "halo": -1},
+        {"global_shape": (8, 8), "halo": (1, 1, 1)},
+        {"global_shape": (8, 8), "halo": ((1, 2, 3), 1)},
+        {"global_shape": (8, 8), "halo": 1, "periodic": (True,)},
+    ],
+)
+def test_malformed_cartesian_arguments(kwargs):
+    with pytest.raises(gh.DecompositionError):
+        gh.CartesianDecomposition(**kwargs)
+
+
+def test_gid_owned_by_two_ranks(comm):
+    owned = np.arange(comm.rank * 4, comm.rank * 4 + 4)
+    owned[0] = 0  # every rank claims gid 0
+    if comm.size == 1:
+        owned = np.array([0, 1, 0])
+        match = "listed twice as owned"
+    else:
+        match = r"gid 0 is owned by ranks 0 and 1"
+    with pytest.raises(gh.DecompositionError, match=match):
+        gh.UnstructuredDecomposition({"cell": (owned, [])})
+
+
+def test_halo_gid_owned_by_nobody(comm):
+    owned = np.arange(comm.rank * 4, comm.rank * 4 + 4)
+    with pytest.raises(gh.DecompositionError, match="halo gid 999 is owned by no rank"):
+        gh.UnstructuredDecomposition({"cell": (owned, [999])})
+
+
+def test_gid_both_owned_and_halo(comm):
+    owned = np.arange(comm.rank * 4, comm.rank * 4 + 4)
+    with pytest.raises(gh.DecompositionError, match="both as owned and as halo"):
+        gh.UnstructuredDecomposition({"cell": (owned, owned[:1])})
+
+
+def test_dims_that_differ_between_ranks(comm):
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    name = "cell" if comm.rank == 0 else "edge"
+    with pytest.raises(gh.DecompositionError, match="dims differ between ranks"):
+        gh.UnstructuredDecomposition({name: (np.array([comm.rank]), [])})
+
+
+def test_unstructured_dim_errors(comm):
+    d = gh.UnstructuredDecomposition(
+        {"cell": (np.array([comm.rank]), []), "edge": (np.array([comm.rank]), [])}
+    )
+    ex = gh.make_exchange(d)
+    with pytest.raises(gh.DecompositionError, match="pass dim="):
+        ex.exchange(np.zeros(1))
+    with pytest.raises(gh.DecompositionError, match="unknown dim 'vertex'"):
+        ex.exchange(np.zeros(1), dim="vertex")

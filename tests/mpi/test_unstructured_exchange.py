@@ -1,0 +1,97 @@
+"""Unstructured halos: a mesh scattered over ranks by random partitions, halos in shuffled order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gt4py_halo as gh
+
+BACKENDS = ["mpi", "ghex"]
+SIZES = {"cell": 240, "edge": 361, "vertex": 123}
+
+
+def random_mesh(comm, seed=7):
+    """Per dim: a random owner per gid (same on all ranks), owned gids and halo gids shuffled.
+
+    Each rank mirrors a random sample of the gids it does not own, so it can have halo
+    neighbours that do not have it as one.
+    """
+    dims = {}
+    for number, (name, size) in enumerate(SIZES.items()):
+        owner = np.random.default_rng(seed + number).integers(0, comm.size, size)
+        local = np.random.default_rng(1000 * seed + 10 * comm.rank + number)
+        owned = np.flatnonzero(owner == comm.rank)
+        others = np.flatnonzero(owner != comm.rank)
+        halo = local.choice(others, size=min(len(others), size // 5), replace=False)
+        local.shuffle(owned)
+        dims[name] = (owned, halo)
+    return dims
+
+
+def values(gids, levels, dtype):
+    return (gids.reshape(-1, *([1] * len(levels))) * 10 + np.arange(int(np.prod(levels))).reshape(levels)).astype(dtype)
+
+
+def local_field(d, dim, levels, dtype, order="C"):
+    owned, halo = d.owned_gids[dim], d.halo_gids[dim]
+    a = np.full((len(owned) + len(halo), *levels), -1, dtype=dtype, order=order)
+    a[: len(owned)] = values(owned, levels, dtype)
+    return a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "levels,dtype,order",
+    [((), np.float64, "C"), ((5,), np.int32, "C"), ((4,), np.float32, "F"), ((3,), np.int64, "C")],
+)
+def test_halo_holds_owner_values(comm, backend, levels, dtype, order):
+    d = gh.UnstructuredDecomposition(random_mesh(comm))
+    ex = gh.make_exchange(d, backend=backend)
+    for dim in SIZES:
+        field = local_field(d, dim, levels, dtype, order)
+        ex.exchange(field, dim=dim)
+        np.testing.assert_array_equal(field[: len(d.owned_gids[dim])], values(d.owned_gids[dim], levels, dtype))
+        np.testing.assert_array_equal(field[len(d.owned_gids[dim]) :], values(d.halo_gids[dim], levels, dtype))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_several_dims_in_flight_and_mixed_fields(comm, backend):
+    d = gh.UnstructuredDecomposition(random_mesh(comm, seed=11))
+    ex = gh.make_exchange(d, backend=backend)
+    fields = {
+        dim: [local_field(d, dim, (), np.float64), local_field(d, dim, (6,), np.int32)]
+        for dim in SIZES
+    }
+    handles = [ex.start(*fields[dim], dim=dim) for dim in SIZES]
+    for h in handles:
+        h.finish()
+    for dim in SIZES:
+        halo = d.halo_gids[dim]
+        n = len(d.owned_gids[dim])
+        np.testing.assert_array_equal(fields[dim][0][n:], values(halo, (), np.float64))
+        np.testing.assert_array_equal(fields[dim][1][n:], values(halo, (6,), np.int32))
+
+
+def test_backends_fill_identical_halos(comm):
+    d = gh.UnstructuredDecomposition(random_mesh(comm, seed=3))
+    n = d.local_size("edge")
+    original = np.random.default_rng(comm.rank).random((n, 3))
+    results = []
+    for backend in BACKENDS:
+        field = original.copy()
+        gh.make_exchange(d, backend=backend).exchange(field, dim="edge")
+        results.append(field)
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_plan_orders_both_sides_alike(comm):
+    """What rank r sends to rank p lists, gid for gid, what p expects from r."""
+    d = gh.UnstructuredDecomposition(random_mesh(comm, seed=5))
+    plan = d.plan("cell")
+    gids = np.concatenate([d.owned_gids["cell"], d.halo_gids["cell"]])
+    sent = {n.rank: gids[n.send.indices].tolist() for n in plan.neighbours}
+    expected = {n.rank: gids[n.recv.indices].tolist() for n in plan.neighbours}
+    everyone_sent = comm.alltoall([sent.get(p, []) for p in range(comm.size)])
+    for peer in range(comm.size):
+        assert everyone_sent[peer] == expected.get(peer, [])
