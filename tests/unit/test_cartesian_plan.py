@@ -1,0 +1,48 @@
+"""Plan geometry on one process: process grids, boxes, message layout."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import gt4py_halo as gh
+from gt4py_halo.decomposition.cartesian import _block_bounds
+from gt4py_halo.decomposition.plan import FieldSpec, segment_offsets
+
+
+def test_blocks_differ_by_at_most_one_cell_and_cover_the_domain():
+    for n in range(1, 40):
+        for p in range(1, min(n, 7) + 1):
+            bounds = [_block_bounds(n, p, c) for c in range(p)]
+            sizes = [b - a for a, b in bounds]
+            assert bounds[0][0] == 0 and bounds[-1][1] == n
+            assert all(a == prev[1] for prev, (a, _) in zip(bounds, bounds[1:]))
+            assert max(sizes) - min(sizes) <= 1
+
+
+def test_dimensions_without_halo_are_not_split():
+    d = gh.CartesianDecomposition((32, 32, 8), halo=(1, 1, 0), periodic=True)
+    assert d.proc_grid[2] == 1
+
+
+def test_single_rank_periodic_plan_is_one_self_message_with_corners():
+    d = gh.CartesianDecomposition((6, 5), halo=((1, 2), (1, 1)), periodic=True)
+    plan = d.plan()
+    assert [n.rank for n in plan.neighbours] == [0]
+    (me,) = plan.neighbours
+    # 8 directions; face strips plus corners; send and recv cover the same number of cells
+    assert len(me.send.boxes) == len(me.recv.boxes) == 8
+    assert me.send.count == me.recv.count
+    halo_cells = np.prod(d.allocated_shape) - np.prod(d.owned_shape)
+    assert me.recv.count == halo_cells
+
+
+def test_non_periodic_single_rank_has_nothing_to_exchange():
+    d = gh.CartesianDecomposition((6, 5), halo=2, periodic=False)
+    assert d.plan().neighbours == ()
+
+
+def test_segments_are_aligned_and_ordered():
+    specs = [FieldSpec(np.dtype(np.int32), (3,)), FieldSpec(np.dtype(np.float64), ())]
+    offsets, nbytes = segment_offsets(5, specs)
+    assert offsets == (0, 64)  # 5 cells * 3 levels * 4 bytes = 60, aligned to 8
+    assert nbytes == 64 + 5 * 8
