@@ -9,7 +9,7 @@ timeout 900 python -m pytest tests/unit -q -p no:cacheprovider || status=1
 for n in ${MPI_TEST_RANKS:-1 2 3 4}; do
   echo "=== tests/mpi on $n rank(s) ==="
   quiet=()
-  [ "$n" -gt 1 ] && quiet=(: -n $((n - 1)) python -m mpi4py -m pytest tests/mpi -q -p no:cacheprovider -p no:terminal)
+  [ "$n" -gt 1 ] && quiet=(: -n $((n - 1)) python -m mpi4py -m pytest tests/mpi -p no:cacheprovider -p no:terminal)
   timeout 1200 mpirun -n 1 python -m mpi4py -m pytest tests/mpi -q -p no:cacheprovider "${quiet[@]}" || {
     echo "tests/mpi FAILED on $n rank(s)"; status=1; }
 done
