@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 demo: $(STAMP)
-	$(RUN_ENV) mpirun -n $(NP) $(BIN)/python -m mpi4py examples/diffusion_2d.py
+	$(RUN_ENV) mpirun -n $(NP) $(BIN)/python -O -m mpi4py examples/diffusion_2d.py
 
 test: $(STAMP)
 	$(RUN_ENV) tools/run-tests.sh

@@ -99,10 +99,6 @@ class MessageSet:
             buffer.unpack(arrays)
         MPI.Request.Waitall(self._send_requests)
 
-    def free(self) -> None:
-        for request in self._send_requests + self._recv_requests:
-            request.Free()
-
 
 class MpiTransport:
     """Moves halos with MPI point-to-point messages, one per neighbour and exchange."""
@@ -132,11 +128,6 @@ class MpiTransport:
         messages.start(arrays)
         busy.add(slot)
         return PendingMpiExchange(messages, arrays, lambda: busy.discard(slot))
-
-    def close(self) -> None:
-        for messages in self._sets.values():
-            messages.free()
-        self._sets.clear()
 
 
 class PendingMpiExchange:

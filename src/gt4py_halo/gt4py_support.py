@@ -1,0 +1,87 @@
+"""What a GT4Py program needs to compile under ``mpirun``.
+
+Two problems, checked with gt4py 1.2.3:
+
+- gt4py compiles in a ``spawn`` process pool by default. A spawned child re-imports the main
+  module, whose ``mpi4py`` import initializes MPI with the launcher's PMI settings it inherited;
+  ``PMI_Init`` fails and the pool dies with ``BrokenProcessPool``, on any number of ranks.
+  ``use_compile_threads`` switches to a thread pool.
+- Every rank compiling the same program wastes the node's cores on identical work, and on a
+  shared file system it rests on file locks to keep ranks out of each other's build folder.
+  ``compile_on_one_rank`` lets one rank fill gt4py's persistent build cache before the others
+  load from it.
+
+gt4py is imported lazily: importing it takes seconds, and ``gt4py_halo`` is also used without it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+from mpi4py import MPI
+
+_JOBS_MODE_VARIABLE = "GT4PY_BUILD_JOBS_MODE"
+
+
+def use_compile_threads() -> None:
+    """Make gt4py compile in threads instead of spawned processes, unless the user chose.
+
+    gt4py reads ``GT4PY_BUILD_JOBS_MODE`` once, when ``gt4py.next.config`` is imported, and
+    creates its compile pool from ``config.BUILD_JOBS_MODE`` at the first compilation. So before
+    that import the environment variable is set, and after it the config value is; a process
+    pool already created is shut down so that the next compilation uses threads. A mode the
+    user set in the environment is kept. Call it before the first compilation; calling it again
+    does nothing.
+    """
+    if os.environ.get(_JOBS_MODE_VARIABLE):
+        return
+    config = sys.modules.get("gt4py.next.config")
+    if config is None:
+        os.environ[_JOBS_MODE_VARIABLE] = "thread"
+        return
+    if config.BUILD_JOBS_MODE is config.BuildJobsMode.PROCESS:
+        from gt4py.next.otf import runners
+
+        config.BUILD_JOBS_MODE = config.BuildJobsMode.THREAD
+        runners.reset_default_runner()
+
+
+def compile_on_one_rank[T](comm: MPI.Comm, compile_fn: Callable[[], T], root: int = 0) -> T:
+    """Run ``compile_fn`` on ``root`` first, then on the other ranks; collective over ``comm``.
+
+    ``compile_fn`` compiles gt4py programs, by ``program.compile(...)`` or by a first call
+    (which may run on small fields: a DaCe program is compiled for field types, not sizes).
+    With a persistent build cache that all ranks see (``GT4PY_BUILD_CACHE_LIFETIME=persistent``
+    and ``GT4PY_BUILD_CACHE_DIR``, read when gt4py is imported), ``root`` compiles into it and
+    the other ranks only load the library, together. With gt4py's default session cache every
+    rank builds a private copy; that stays correct, only the other ranks then compile after
+    ``root`` instead of loading.
+
+    Returns what ``compile_fn`` returned on this rank, after its compilations finished. If it
+    fails on ``root`` it raises there and the other ranks raise ``RuntimeError`` instead of
+    waiting forever.
+    """
+    use_compile_threads()
+    if comm.Get_rank() == root:
+        try:
+            result = _compile_and_wait(compile_fn)
+        except BaseException as exc:
+            comm.bcast(f"{type(exc).__name__}: {exc}", root=root)
+            raise
+        comm.bcast(None, root=root)  # also the barrier: the others wait for it
+        return result
+    error = comm.bcast(None, root=root)
+    if error is not None:
+        raise RuntimeError(f"compiling on rank {root} failed: {error}")
+    return _compile_and_wait(compile_fn)
+
+
+def _compile_and_wait[T](compile_fn: Callable[[], T]) -> T:
+    """``compile_fn()``, then wait: threaded compilations go on after ``compile()`` returns."""
+    import gt4py.next as gtx
+
+    result = compile_fn()
+    gtx.wait_for_compilation()
+    return result
