@@ -161,3 +161,13 @@ def test_unstructured_dim_errors(comm):
         ex.exchange(np.zeros(1))
     with pytest.raises(gh.DecompositionError, match="unknown dim 'vertex'"):
         ex.exchange(np.zeros(1), dim="vertex")
+
+
+def test_read_only_after_an_exchange_is_still_caught(cartesian):
+    """Checks of a repeated call are skipped only while nothing they checked can have changed."""
+    d, ex = cartesian
+    field = np.zeros(d.allocated_shape)
+    ex.exchange(field)
+    field.flags.writeable = False
+    with pytest.raises(gh.FieldError, match="read-only"):
+        ex.exchange(field)

@@ -118,3 +118,18 @@ def test_memory_stays_flat_over_many_exchanges():
     tracemalloc.stop()
     assert after - before < 16 * 1024, f"memory grew by {after - before} bytes"
     np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_alternating_field_sets_of_one_signature(backend):
+    """Copies bound to one call's fields must be rebound, not reused, for other fields."""
+    d = gh.CartesianDecomposition((13, 12, 3), halo=(2, 1, 0), periodic=(True, False, False))
+    ex = gh.make_exchange(d, backend=backend)
+    expected = expected_local(d, (2,), np.int64)
+    for _ in range(3):
+        first, second = (filled_local(d, (2,), np.int64) for _ in range(2))
+        ex.exchange(first)
+        ex.exchange(second)
+        ex.exchange(first)
+        np.testing.assert_array_equal(first, expected)
+        np.testing.assert_array_equal(second, expected)

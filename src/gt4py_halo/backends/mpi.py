@@ -12,8 +12,7 @@ allocated once, like the device buffers.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +20,7 @@ import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, Region
-from gt4py_halo.runtime.packing import MessageBuffer
+from gt4py_halo.runtime.packing import MessageBuffer, self_copies
 
 
 class _Wire:
@@ -42,7 +41,12 @@ class _Wire:
 
 
 class MessageSet:
-    """Buffers and persistent requests for exchanging one field signature with a plan."""
+    """Buffers and persistent requests for exchanging one field signature with a plan.
+
+    The copies of an exchange are bound to the fields of the last call and reused while the
+    same arrays come again. A rank that is its own neighbour copies owned cells straight into
+    its halo while its messages are in flight.
+    """
 
     def __init__(
         self,
@@ -53,50 +57,66 @@ class MessageSet:
         xp: ModuleType,
     ) -> None:
         staged = xp is not np and not _cuda_aware()
+        self._xp = xp
         self._packs: list[MessageBuffer] = []
         self._unpacks: list[MessageBuffer] = []
         self._send_wires: list[_Wire] = []
         self._recv_wires: list[_Wire] = []
         self._send_requests: list[MPI.Prequest] = []
         self._recv_requests: list[MPI.Prequest] = []
+        self._self_regions: list[tuple[Region, Region]] = []
         for neighbour in plan.neighbours:
-            send = _buffer(neighbour.send, specs, xp)
-            if neighbour.rank == plan.rank:  # own neighbour: unpack what was packed
-                recv = send and MessageBuffer(neighbour.recv, specs, xp, data=send.data)
-            else:
-                recv = _buffer(neighbour.recv, specs, xp)
-            if send is not None:
-                self._packs.append(send)
-            if recv is not None:
-                self._unpacks.append(recv)
             if neighbour.rank == plan.rank:
+                self._self_regions.append((neighbour.send, neighbour.recv))
                 continue
-            if send is not None:
+            if neighbour.send.count:
+                send = MessageBuffer(neighbour.send, specs, xp)
                 wire = _Wire(send, staged)
+                self._packs.append(send)
                 self._send_wires.append(wire)
                 self._send_requests.append(comm.Send_init(wire.memory, neighbour.rank, tag))
-            if recv is not None:
+            if neighbour.recv.count:
+                recv = MessageBuffer(neighbour.recv, specs, xp)
                 wire = _Wire(recv, staged)
+                self._unpacks.append(recv)
                 self._recv_wires.append(wire)
                 self._recv_requests.append(comm.Recv_init(wire.memory, neighbour.rank, tag))
+        self._bound_to: tuple[Any, ...] = ()
+
+    def _bind(self, arrays: Sequence[Any]) -> None:
+        if len(arrays) == len(self._bound_to) and all(
+            a is b for a, b in zip(arrays, self._bound_to)
+        ):
+            return
+        self._pack = [copy for b in self._packs for copy in b.pack_copies(arrays)]
+        self._unpack = [copy for b in self._unpacks for copy in b.unpack_copies(arrays)]
+        self._local = [
+            copy
+            for send, recv in self._self_regions
+            for copy in self_copies(send, recv, arrays, self._xp)
+        ]
+        self._bound_to = tuple(arrays)
 
     def start(self, arrays: Sequence[Any]) -> None:
+        self._bind(arrays)
         MPI.Prequest.Startall(self._recv_requests)
-        for buffer in self._packs:
-            buffer.pack(arrays)
+        for copy in self._pack:
+            copy()
         for wire in self._send_wires:
             wire.to_wire()
         MPI.Prequest.Startall(self._send_requests)
+        for copy in self._local:
+            copy()
 
     def test(self) -> bool:
         return MPI.Request.Testall(self._recv_requests + self._send_requests)
 
-    def finish(self, arrays: Sequence[Any]) -> None:
+    def finish(self) -> None:
         MPI.Request.Waitall(self._recv_requests)
         for wire in self._recv_wires:
             wire.from_wire()
-        for buffer in self._unpacks:
-            buffer.unpack(arrays)
+        for copy in self._unpack:
+            copy()
         MPI.Request.Waitall(self._send_requests)
 
 
@@ -118,7 +138,9 @@ class MpiTransport:
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
     ) -> PendingMpiExchange:
         busy = self._busy.setdefault(plan.name, set())
-        slot = next(k for k in itertools.count() if k not in busy)
+        slot = 0
+        while slot in busy:
+            slot += 1
         xp = _array_module(arrays[0])
         key = (plan.name, specs, slot, xp.__name__)
         messages = self._sets.get(key)
@@ -127,15 +149,14 @@ class MpiTransport:
             self._sets[key] = messages
         messages.start(arrays)
         busy.add(slot)
-        return PendingMpiExchange(messages, arrays, lambda: busy.discard(slot))
+        return PendingMpiExchange(messages, lambda: busy.discard(slot))
 
 
 class PendingMpiExchange:
     """An MPI exchange in flight; ``finish`` unpacks, and releases its tag slot."""
 
-    def __init__(self, messages: MessageSet, arrays: Sequence[Any], release: Any) -> None:
+    def __init__(self, messages: MessageSet, release: Callable[[], None]) -> None:
         self._messages = messages
-        self._arrays = arrays
         self._release = release
 
     def test(self) -> bool:
@@ -143,13 +164,9 @@ class PendingMpiExchange:
 
     def wait(self) -> None:
         try:
-            self._messages.finish(self._arrays)
+            self._messages.finish()
         finally:
             self._release()
-
-
-def _buffer(region: Region, specs: Sequence[FieldSpec], xp: ModuleType) -> MessageBuffer | None:
-    return MessageBuffer(region, specs, xp) if region.count else None
 
 
 def _array_module(array: Any) -> ModuleType:
