@@ -162,8 +162,8 @@ class PyGhexExchange:
     """GHEX's structured regular API used directly; everything but the exchange built once."""
 
     def __init__(self, d: gh.CartesianDecomposition, fields: Sequence[np.ndarray]) -> None:
-        import ghex.structured.regular as regular
         from ghex.context import make_context
+        from ghex.structured import regular
         from ghex.structured.cartesian_sets import ProductSet, UnitRange
 
         self.comm = MPI.COMM_WORLD.Dup()

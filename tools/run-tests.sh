@@ -5,6 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 status=0
+ruff check src tests examples benchmarks && ruff format --check -q src tests examples benchmarks || status=1
 timeout 900 python -m pytest tests/unit -q -p no:cacheprovider || status=1
 for n in ${MPI_TEST_RANKS:-1 2 3 4}; do
   echo "=== tests/mpi on $n rank(s) ==="

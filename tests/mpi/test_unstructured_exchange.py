@@ -30,7 +30,10 @@ def random_mesh(comm, seed=7):
 
 
 def values(gids, levels, dtype):
-    return (gids.reshape(-1, *([1] * len(levels))) * 10 + np.arange(int(np.prod(levels))).reshape(levels)).astype(dtype)
+    return (
+        gids.reshape(-1, *([1] * len(levels))) * 10
+        + np.arange(int(np.prod(levels))).reshape(levels)
+    ).astype(dtype)
 
 
 def local_field(d, dim, levels, dtype, order="C"):
@@ -51,8 +54,12 @@ def test_halo_holds_owner_values(comm, backend, levels, dtype, order):
     for dim in SIZES:
         field = local_field(d, dim, levels, dtype, order)
         ex.exchange(field, dim=dim)
-        np.testing.assert_array_equal(field[: len(d.owned_gids[dim])], values(d.owned_gids[dim], levels, dtype))
-        np.testing.assert_array_equal(field[len(d.owned_gids[dim]) :], values(d.halo_gids[dim], levels, dtype))
+        np.testing.assert_array_equal(
+            field[: len(d.owned_gids[dim])], values(d.owned_gids[dim], levels, dtype)
+        )
+        np.testing.assert_array_equal(
+            field[len(d.owned_gids[dim]) :], values(d.halo_gids[dim], levels, dtype)
+        )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

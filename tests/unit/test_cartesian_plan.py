@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 import gt4py_halo as gh
@@ -15,7 +17,7 @@ def test_blocks_differ_by_at_most_one_cell_and_cover_the_domain():
             bounds = [_block_bounds(n, p, c) for c in range(p)]
             sizes = [b - a for a, b in bounds]
             assert bounds[0][0] == 0 and bounds[-1][1] == n
-            assert all(a == prev[1] for prev, (a, _) in zip(bounds, bounds[1:]))
+            assert all(a == prev[1] for prev, (a, _) in itertools.pairwise(bounds))
             assert max(sizes) - min(sizes) <= 1
 
 

@@ -61,9 +61,7 @@ class CartesianDecomposition:
         self.allocated_shape = tuple(
             n + lo + hi for n, (lo, hi) in zip(self.owned_shape, self.halo)
         )
-        self.owned = tuple(
-            slice(lo, lo + n) for n, (lo, _) in zip(self.owned_shape, self.halo)
-        )
+        self.owned = tuple(slice(lo, lo + n) for n, (lo, _) in zip(self.owned_shape, self.halo))
         self._plan = self._build_plan()
 
     def plan(self, dim: str | None = None) -> ExchangePlan:
@@ -159,9 +157,7 @@ class CartesianDecomposition:
 def _positive_shape(global_shape: Sequence[int]) -> tuple[int, ...]:
     shape = tuple(global_shape)
     if not 1 <= len(shape) <= 3 or not all(isinstance(n, int) and n > 0 for n in shape):
-        raise DecompositionError(
-            f"global_shape must be 1 to 3 positive ints, got {global_shape!r}"
-        )
+        raise DecompositionError(f"global_shape must be 1 to 3 positive ints, got {global_shape!r}")
     return shape
 
 
@@ -214,8 +210,7 @@ def _choose_proc_grid(
         raise DecompositionError(f"proc_grid must be {ndim} positive ints, got {proc_grid!r}")
     if math.prod(grid) != size:
         raise DecompositionError(
-            f"proc_grid {grid} has {math.prod(grid)} blocks but the communicator has "
-            f"{size} ranks"
+            f"proc_grid {grid} has {math.prod(grid)} blocks but the communicator has {size} ranks"
         )
     return grid
 

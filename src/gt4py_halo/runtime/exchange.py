@@ -12,7 +12,6 @@ import numpy as np
 
 from gt4py_halo.backends import make_transport
 from gt4py_halo.config import configured_backend
-from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.fields import as_array, specs_of
 
