@@ -16,11 +16,19 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from mpi4py import MPI
 
 from gt4py_halo.decomposition.collective import private_communicator
-from gt4py_halo.decomposition.plan import Box, BoxRegion, ExchangePlan, NeighbourExchange
+from gt4py_halo.decomposition.plan import (
+    NO_RANK,
+    Box,
+    BoxRegion,
+    Direction,
+    ExchangePlan,
+    NeighbourExchange,
+)
 from gt4py_halo.errors import DecompositionError
 
 HaloSpec = int | Sequence[int] | Sequence[tuple[int, int]]
@@ -92,34 +100,18 @@ class CartesianDecomposition:
         return self.rank_of(coords)
 
     def _box(self, direction: tuple[int, ...], sending: bool) -> Box | None:
-        """Cells sent towards, or received from, the neighbour at ``direction``.
-
-        Towards ``+1`` a rank sends as many cells as the receiver's low halo is wide, from the
-        top of its owned range; from ``+1`` it receives into its high halo.
-        """
-        start, stop = [], []
-        for d, n, (lo, hi) in zip(direction, self.owned_shape, self.halo):
-            # the owned range is [lo, lo + n)
-            if d == 0:
-                a, b = lo, lo + n
-            elif sending:
-                a, b = (n, n + lo) if d > 0 else (lo, lo + hi)
-            else:
-                a, b = (lo + n, lo + n + hi) if d > 0 else (0, lo)
-            if a == b:
-                return None
-            start.append(a)
-            stop.append(b)
-        return Box(tuple(start), tuple(stop))
+        bounds = direction_box(self.owned_shape, self.halo, direction, sending)
+        if any(a == b for a, b in bounds):
+            return None
+        return Box(tuple(a for a, _ in bounds), tuple(b for _, b in bounds))
 
     def _build_plan(self) -> ExchangePlan:
-        ndim = len(self.global_shape)
         sends: dict[int, list[tuple[tuple[int, ...], Box]]] = {}
         recvs: dict[int, list[tuple[tuple[int, ...], Box]]] = {}
-        for direction in itertools.product((-1, 0, 1), repeat=ndim):
-            if not any(direction):
-                continue
+        directions = []
+        for direction in exchange_directions(self.halo):
             peer = self._neighbour(direction)
+            directions.append(Direction(direction, NO_RANK if peer is None else peer))
             if peer is None:
                 continue
             send_box = self._box(direction, sending=True)
@@ -145,6 +137,7 @@ class CartesianDecomposition:
             local_shape=self.allocated_shape,
             neighbours=neighbours,
             tag=0,
+            directions=tuple(directions),
         )
 
     def __repr__(self) -> str:
@@ -152,6 +145,48 @@ class CartesianDecomposition:
             f"CartesianDecomposition(global_shape={self.global_shape}, halo={self.halo}, "
             f"periodic={self.periodic}, proc_grid={self.proc_grid}, rank={self.rank})"
         )
+
+
+def exchange_directions(halo: Sequence[tuple[int, int]]) -> list[tuple[int, ...]]:
+    """Neighbour directions (faces, edges, corners) across which some halo is exchanged.
+
+    The same on every rank: box widths across a direction depend on the halo widths alone,
+    so a direction is kept when its send or its receive box is non-empty for any block size.
+    """
+    ones = (1,) * len(halo)
+    return [
+        d
+        for d in itertools.product((-1, 0, 1), repeat=len(halo))
+        if any(d)
+        and any(
+            all(b > a for a, b in direction_box(ones, halo, d, sending))
+            for sending in (True, False)
+        )
+    ]
+
+
+def direction_box(
+    owned_shape: Sequence[Any],
+    halo: Sequence[tuple[int, int]],
+    direction: Sequence[int],
+    sending: bool,
+) -> list[tuple[Any, Any]]:
+    """Half-open local index bounds of the box sent towards, or received from, ``direction``.
+
+    Pure arithmetic on ``owned_shape``: ints for a rank's plan, symbols for code generated
+    once for all ranks. Towards ``+1`` a rank sends as many cells as the receiver's low halo
+    is wide, from the top of its owned range ``[lo, lo + n)``; from ``+1`` it receives into its
+    high halo.
+    """
+    bounds = []
+    for d, n, (lo, hi) in zip(direction, owned_shape, halo):
+        if d == 0:
+            bounds.append((lo, lo + n))
+        elif sending:
+            bounds.append((n, n + lo) if d > 0 else (lo, lo + hi))
+        else:
+            bounds.append((lo + n, lo + n + hi) if d > 0 else (0, lo))
+    return bounds
 
 
 def _positive_shape(global_shape: Sequence[int]) -> tuple[int, ...]:

@@ -89,12 +89,29 @@ class NeighbourExchange:
     recv: Region
 
 
+#: Rank of a missing neighbour (beyond a non-periodic boundary); MPI_PROC_NULL in messages.
+NO_RANK = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class Direction:
+    """A cartesian neighbour direction (faces, edges, corners) and the rank found there."""
+
+    offset: tuple[int, ...]
+    rank: int
+
+
 @dataclasses.dataclass(frozen=True)
 class ExchangePlan:
     """One exchange pattern of one decomposition (the cartesian grid, or one unstructured dim).
 
     ``tag`` is the first of ``TAGS_PER_PLAN`` message tags reserved for this plan on the
     decomposition's own communicator; exchange number ``k`` in flight uses ``tag + k``.
+
+    Cartesian plans also list every exchange ``direction`` with the rank there (``NO_RANK``
+    beyond a non-periodic boundary): the same directions on all ranks, so code generated once
+    serves every rank, with only the ranks passed in at run time. ``neighbours`` groups the
+    same boxes by peer rank, one message per peer.
     """
 
     name: str
@@ -103,6 +120,7 @@ class ExchangePlan:
     local_shape: tuple[int, ...]
     neighbours: tuple[NeighbourExchange, ...]
     tag: int
+    directions: tuple[Direction, ...] = ()
 
     @property
     def remote_neighbours(self) -> tuple[NeighbourExchange, ...]:
