@@ -23,6 +23,16 @@ from gt4py_halo.errors import (
 from gt4py_halo.runtime.exchange import Exchange, ExchangeHandle
 
 
+def program(function=None, *, comm=None):
+    """Compile a step of GT4Py programs and ``ex.exchange`` calls into one SDFG.
+
+    See ``gt4py_halo.sdfg.program``; imported on first use, as DaCe takes seconds to import.
+    """
+    from gt4py_halo.sdfg.program import program as _program
+
+    return _program(function, comm=comm)
+
+
 def make_exchange(decomposition, backend: str | None = None) -> Exchange:
     """A runtime halo exchange for ``decomposition``; ``backend=None`` reads the configuration."""
     return Exchange(decomposition, backend)
@@ -42,4 +52,5 @@ __all__ = [
     "NeighbourExchange",
     "UnstructuredDecomposition",
     "make_exchange",
+    "program",
 ]

@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 from mpi4py import MPI
 
+from gt4py_halo.build_once import build_on_root
+
 _JOBS_MODE_VARIABLE = "GT4PY_BUILD_JOBS_MODE"
 
 
@@ -61,21 +63,16 @@ def compile_on_one_rank[T](comm: MPI.Comm, compile_fn: Callable[[], T], root: in
 
     Returns what ``compile_fn`` returned on this rank, after its compilations finished. If it
     fails on ``root`` it raises there and the other ranks raise ``RuntimeError`` instead of
-    waiting forever.
+    waiting forever (``build_once.build_on_root``).
     """
     use_compile_threads()
-    if comm.Get_rank() == root:
-        try:
-            result = _compile_and_wait(compile_fn)
-        except BaseException as exc:
-            comm.bcast(f"{type(exc).__name__}: {exc}", root=root)
-            raise
-        comm.bcast(None, root=root)  # also the barrier: the others wait for it
-        return result
-    error = comm.bcast(None, root=root)
-    if error is not None:
-        raise RuntimeError(f"compiling on rank {root} failed: {error}")
-    return _compile_and_wait(compile_fn)
+    return build_on_root(
+        comm,
+        build=lambda: _compile_and_wait(compile_fn),
+        share=lambda _: None,
+        load=lambda _: _compile_and_wait(compile_fn),
+        root=root,
+    )
 
 
 def _compile_and_wait[T](compile_fn: Callable[[], T]) -> T:

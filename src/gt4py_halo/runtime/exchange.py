@@ -27,10 +27,10 @@ class Exchange:
         # per dim, the fields of the last call, checked: a model exchanges the same fields
         # every step, and checking them again would cost more than the copies of a small halo
         self._last_call: dict[str | None, tuple] = {}
-
-    def exchange(self, *fields: Any, dim: str | None = None) -> None:
-        """Fill the halos of ``fields`` from their owners; returns when all are written."""
-        self.start(*fields, dim=dim).finish()
+        self._compiled_data: Any = None
+        #: ``ex.exchange(*fields, dim=None)``: fill the halos of ``fields`` from their owners,
+        #: returning when all are written; inside a DaCe program, a ``HaloExchange`` node.
+        self.exchange = BlockingExchange(self)
 
     def start(self, *fields: Any, dim: str | None = None) -> ExchangeHandle:
         """Post the exchange of ``fields`` and return at once.
@@ -50,6 +50,50 @@ class Exchange:
 
     def __repr__(self) -> str:
         return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"
+
+
+class BlockingExchange:
+    """``ex.exchange``: a call from Python exchanges now; DaCe turns a call into a graph node.
+
+    Implements DaCe's ``__sdfg__`` protocol, so ``ex.exchange(u, v)`` inside ``@gh.program``
+    or ``@dace.program`` becomes one ``HaloExchange`` node reading and writing ``u`` and ``v``.
+    """
+
+    def __init__(self, exchange: Exchange) -> None:
+        self._exchange = exchange
+
+    def __call__(self, *fields: Any, dim: str | None = None) -> None:
+        self._exchange.start(*fields, dim=dim).finish()
+
+    def __sdfg__(self, *descriptors: Any, dim: str | None = None) -> Any:
+        from gt4py_halo.sdfg.convertible import exchange_sdfg
+
+        return exchange_sdfg(self._data(dim), self._exchange.decomposition.halo, descriptors)
+
+    def __sdfg_signature__(self) -> tuple[list[str], list[str]]:
+        from gt4py_halo.sdfg.convertible import field_names
+
+        return field_names(), []
+
+    def __sdfg_closure__(self, reevaluate: Any = None) -> dict[str, Any]:
+        return self._data(None).closure()
+
+    def closure_resolver(
+        self, constant_args: Any, given_args: Any, parent_closure: Any = None
+    ) -> Any:
+        """DaCe's preprocessor collects a program's closure arrays through this."""
+        from gt4py_halo.sdfg.convertible import closure_of
+
+        return closure_of(self._data(None))
+
+    def _data(self, dim: str | None) -> Any:
+        from gt4py_halo.sdfg.convertible import CompiledExchangeData
+
+        exchange = self._exchange
+        if exchange._compiled_data is None:
+            plan = exchange.decomposition.plan(dim)
+            exchange._compiled_data = CompiledExchangeData(plan, exchange.decomposition.comm)
+        return exchange._compiled_data
 
 
 class ExchangeHandle:

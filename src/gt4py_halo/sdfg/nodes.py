@@ -1,0 +1,66 @@
+"""``HaloExchange``: a halo exchange as a DaCe library node.
+
+The node says *what* happens: the halos of its fields are filled from their owners. Each field
+is one read-write connector (``_f0``, ``_f1``, ...), so a stencil that writes a field before
+the exchange, and one that reads it after, are ordered by data edges rather than by side
+effects or state boundaries. How the bytes move is an expansion, chosen by name
+(``implementation``, default ``"MPI"``).
+
+Everything a rank needs of its exchange plan that differs between ranks — the ranks of its
+neighbours and its communicator — comes in through two small integer arrays, ``_peers`` and
+``_comm``; the node's properties (halo widths, directions, tags) are the same on every rank.
+So the code generated for it is the same on every rank, built by one and loaded by all.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import dace
+import dace.library
+from dace import properties
+from dace.sdfg import nodes
+
+from gt4py_halo.sdfg.mpi_expansion import ExpandHaloExchangeMPI
+
+
+@dace.library.node
+class HaloExchange(nodes.LibraryNode):
+    """Blocking halo exchange of ``field_count`` fields of one cartesian exchange plan."""
+
+    implementations: ClassVar[dict] = {"MPI": ExpandHaloExchangeMPI}
+    default_implementation = "MPI"
+
+    halo = properties.ListProperty(int, desc="(lo, hi) widths per decomposed axis, flattened")
+    directions = properties.ListProperty(int, desc="exchange direction offsets, flattened")
+    field_count = properties.Property(dtype=int, default=1, desc="number of fields")
+    tag_base = properties.Property(dtype=int, default=0, desc="first message tag of this node")
+
+    def __init__(
+        self,
+        name: str,
+        halo: list[tuple[int, int]] | None = None,
+        directions: list[tuple[int, ...]] | None = None,
+        field_count: int = 1,
+        tag_base: int = 0,
+        **kwargs,
+    ) -> None:
+        fields = [f"_f{i}" for i in range(field_count)]
+        super().__init__(name, inputs=fields + ["_peers", "_comm"], outputs=fields, **kwargs)
+        self.halo = [w for side in halo or [] for w in side]
+        self.directions = [o for d in directions or [] for o in d]
+        self.field_count = field_count
+        self.tag_base = tag_base
+
+    @property
+    def halo_widths(self) -> list[tuple[int, int]]:
+        return [(self.halo[k], self.halo[k + 1]) for k in range(0, len(self.halo), 2)]
+
+    @property
+    def direction_offsets(self) -> list[tuple[int, ...]]:
+        ndim = len(self.halo) // 2
+        return [tuple(self.directions[k : k + ndim]) for k in range(0, len(self.directions), ndim)]
+
+    def tag(self, direction_index: int, field: int) -> int:
+        """Tag of the message sent towards direction ``direction_index`` for ``field``."""
+        return self.tag_base + direction_index * self.field_count + field

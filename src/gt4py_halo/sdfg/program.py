@@ -1,0 +1,125 @@
+"""``@gh.program``: a model step of GT4Py programs and halo exchanges as one compiled SDFG.
+
+The pipeline reads like gt4py's own workflow, one step after the other:
+
+1. parse: DaCe's frontend turns the step into an SDFG; GT4Py programs (``__sdfg__``) and
+   ``ex.exchange`` calls (``HaloExchange`` nodes) become nested SDFGs. Array arguments get
+   symbolic shapes and strides, so one SDFG serves every rank whatever its block size;
+2. inline: ``simplify`` inlines the nested SDFGs into one graph;
+3. lower: each ``HaloExchange`` node is expanded with its transport (``node.implementation``);
+4. simplify again, then compile on one rank and load on all (``build_once``).
+
+Compiled steps are kept per argument signature (dtypes and ranks of arrays, types of
+scalars): a step called with new shapes reuses its build.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import dace
+import numpy as np
+from dace.codegen.compiler import load_precompiled_sdfg
+from mpi4py import MPI
+
+from gt4py_halo.build_once import build_on_root
+from gt4py_halo.sdfg.nodes import HaloExchange
+
+log = logging.getLogger(__name__)
+
+
+class Program:
+    """A step function compiled, with its halo exchanges, into one SDFG per signature."""
+
+    def __init__(self, function: Callable[..., None], comm: MPI.Comm | None = None) -> None:
+        functools.update_wrapper(self, function)
+        self._comm = comm if comm is not None else MPI.COMM_WORLD
+        self._dace_program = dace.program(function)
+        self._builds: dict[tuple, tuple[dace.SDFG, Any]] = {}
+
+    def __call__(self, *args: Any) -> None:
+        values = [_plain(a) for a in args]
+        sdfg, compiled = self._build(values)
+        arguments = self._dace_program._create_sdfg_args(sdfg, tuple(values), {})
+        # array descriptors carry symbolic strides: views (GT4Py's padded buffers) are fine
+        with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
+            compiled(**arguments)
+
+    def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
+        """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect."""
+        values = [_plain(a) for a in args]
+        return self._lower(values) if lowered else self._parse(values)
+
+    def _build(self, values: list[Any]) -> tuple[dace.SDFG, Any]:
+        key = tuple(_signature(v) for v in values)
+        if key not in self._builds:
+            sdfg = self._lower(values)
+            compiled = build_on_root(
+                self._comm,
+                build=sdfg.compile,
+                share=lambda _: sdfg.build_folder,
+                load=load_precompiled_sdfg,
+            )
+            self._builds[key] = (sdfg, compiled)
+        return self._builds[key]
+
+    def _parse(self, values: list[Any]) -> dace.SDFG:
+        names = self._dace_program.argnames
+        descriptors = [_symbolic_descriptor(n, v) for n, v in zip(names, values)]
+        return self._dace_program.to_sdfg(*descriptors, simplify=True)
+
+    def _lower(self, values: list[Any]) -> dace.SDFG:
+        sdfg = self._parse(values)
+        lower_halo_exchanges(sdfg)
+        sdfg.simplify()
+        sdfg.name = f"{self.__name__}_{sdfg.hash_sdfg()[:16]}"
+        return sdfg
+
+
+def program(function: Callable[..., None] | None = None, *, comm: MPI.Comm | None = None) -> Any:
+    """Decorate a step of GT4Py programs and ``ex.exchange`` calls to compile it as one SDFG.
+
+    ``comm`` (default ``MPI_COMM_WORLD``) holds the ranks that call the step together: one of
+    them compiles it, all load it.
+    """
+    if function is None:
+        return functools.partial(program, comm=comm)
+    return Program(function, comm)
+
+
+def lower_halo_exchanges(sdfg: dace.SDFG) -> int:
+    """Expand every ``HaloExchange`` node with its implementation; return how many."""
+    found = [
+        (node, state)
+        for node, state in sdfg.all_nodes_recursive()
+        if isinstance(node, HaloExchange)
+    ]
+    for node, state in found:
+        node.expand(state, node.implementation)
+    log.debug("lowered %d halo exchange node(s) of %s", len(found), sdfg.name)
+    return len(found)
+
+
+def _plain(value: Any) -> Any:
+    """GT4Py fields enter the compiled step as their buffers."""
+    ndarray = getattr(value, "ndarray", None)
+    return ndarray if ndarray is not None else value
+
+
+def _signature(value: Any) -> tuple:
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.ndim)
+    return ("scalar", type(value).__name__)
+
+
+def _symbolic_descriptor(name: str, value: Any) -> Any:
+    if not isinstance(value, np.ndarray):
+        return dace.data.create_datadescriptor(value)
+    return dace.data.Array(
+        dace.dtypes.typeclass(value.dtype.type),
+        shape=[dace.symbol(f"__{name}_size{k}") for k in range(value.ndim)],
+        strides=[dace.symbol(f"__{name}_stride{k}") for k in range(value.ndim)],
+    )
