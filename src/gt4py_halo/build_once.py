@@ -2,11 +2,14 @@
 
 N ranks compiling the same program waste the node's cores and fight over one build folder;
 instead the root builds, tells the others where the result is, and they load it. If the root
-fails, every rank raises instead of waiting forever for a build that will not come.
+fails, every rank raises instead of waiting forever for a build that will not come. Waiting
+ranks sleep between polls: MPI's own waits spin, and ranks spinning on the cores the root
+compiles on (common when a node is shared or oversubscribed) slow the build down.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,11 +28,22 @@ def build_on_root[T](
         try:
             result = build()
         except BaseException as exc:
-            comm.bcast((False, f"{type(exc).__name__}: {exc}"), root=root)
+            _release(comm, root, (False, f"{type(exc).__name__}: {exc}"))
             raise
-        comm.bcast((True, share(result)), root=root)
+        _release(comm, root, (True, share(result)))
         return result
+    _sleep_until_done(comm.Ibarrier())
     ok, shared = comm.bcast(None, root=root)
     if not ok:
         raise RuntimeError(f"building on rank {root} failed: {shared}")
     return load(shared)
+
+
+def _release(comm: MPI.Comm, root: int, message: tuple[bool, Any]) -> None:
+    comm.Ibarrier().Wait()
+    comm.bcast(message, root=root)
+
+
+def _sleep_until_done(request: MPI.Request, poll_s: float = 0.01) -> None:
+    while not request.Test():
+        time.sleep(poll_s)

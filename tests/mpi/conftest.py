@@ -8,15 +8,35 @@ fails the teardown with the others' reports.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 from mpi4py import MPI
 
 COMM = MPI.COMM_WORLD
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "diffusion_2d.py"
 
 
 @pytest.fixture
 def comm() -> MPI.Intracomm:
     return COMM
+
+
+@pytest.fixture(scope="session")
+def diffusion() -> ModuleType:
+    """The demo's module (GT4Py diffusion stencil), compiled on rank 0 and loaded by all."""
+    module = sys.modules.get("diffusion_2d")
+    if module is None:
+        spec = importlib.util.spec_from_file_location("diffusion_2d", EXAMPLE)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclass looks the module up while it executes
+        spec.loader.exec_module(module)
+    module.compile_stencil(COMM)
+    return module
 
 
 @pytest.hookimpl(hookwrapper=True)

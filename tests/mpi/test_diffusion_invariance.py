@@ -9,9 +9,6 @@ however the grid is cut, so equality must be exact. The shape divides evenly ove
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -22,21 +19,6 @@ import gt4py_halo as gh
 
 GLOBAL_SHAPE = (37, 29)
 STEPS = 30
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "diffusion_2d.py"
-
-
-@pytest.fixture(scope="module")
-def diffusion() -> ModuleType:
-    """The example module with its stencil compiled on rank 0 and loaded on the others."""
-    module = sys.modules.get("diffusion_2d")
-    if module is None:
-        spec = importlib.util.spec_from_file_location("diffusion_2d", EXAMPLE)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclass looks the module up while it executes
-        spec.loader.exec_module(module)
-    module.compile_stencil(MPI.COMM_WORLD)
-    return module
 
 
 @pytest.mark.mpi

@@ -9,7 +9,6 @@ decomposition's, so its messages never meet those of the runtime exchange.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import dace
@@ -24,7 +23,19 @@ from gt4py_halo.sdfg.nodes import HaloExchange
 #: The most fields one compiled exchange takes (the length of its DaCe signature).
 MAX_FIELDS = 32
 
-_closure_names = itertools.count()
+_last_serial = -1
+
+
+def _agreed_serial(comm: MPI.Comm) -> int:
+    """A number no other compiled exchange of this process has, the same on all of ``comm``.
+
+    It names the program arguments that carry plan data, and programs are built once for all
+    ranks: a per-process counter alone would differ where some ranks built more (a
+    ``COMM_SELF`` program on rank 0, say).
+    """
+    global _last_serial
+    _last_serial = comm.allreduce(_last_serial + 1, op=MPI.MAX)
+    return _last_serial
 
 
 class CompiledExchangeData:
@@ -38,7 +49,7 @@ class CompiledExchangeData:
             )
         self.plan = plan
         self.comm = comm.Dup()
-        serial = next(_closure_names)
+        serial = _agreed_serial(self.comm)
         self.peers_name = f"__halo_peers_{serial}"
         self.comm_name = f"__halo_comm_{serial}"
         self.peers = np.array([d.rank for d in plan.directions], dtype=np.int32)

@@ -57,6 +57,12 @@ class Program:
         key = tuple(_signature(v) for v in values)
         if key not in self._builds:
             sdfg = self._lower(values)
+            names = self._comm.allgather(sdfg.name)
+            if len(set(names)) > 1:
+                raise RuntimeError(
+                    f"{self.__name__}: ranks parsed different SDFGs ({names}); a step must be "
+                    "the same program on every rank, with the same exchanges in the same order"
+                )
             compiled = build_on_root(
                 self._comm,
                 build=sdfg.compile,
