@@ -13,6 +13,7 @@ from types import ModuleType
 import dace
 import gt4py.next as gtx
 import numpy as np
+import pytest
 from halo_reference import expected_local, filled_local
 from mpi4py import MPI
 
@@ -120,3 +121,22 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     code = lowered.generate_code()[0].clean_code
     assert code.count("MPI_Startall(") == 2 and code.count("MPI_Waitall(") == 2
     assert "MPI_Send_init" in code and "MPI_COMM_WORLD" not in code
+
+
+def test_compiled_exchange_on_the_gpu(comm) -> None:
+    """Runs where CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
+    cupy = pytest.importorskip("cupy")
+    if cupy.cuda.runtime.getDeviceCount() == 0:
+        pytest.skip("no GPU")
+    d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm, device="gpu")
+    def exchange_only(a, b):
+        ex.exchange(a, b)
+
+    host = [filled_local(d, (), np.float64), filled_local(d, (3,), np.int32, "F")]
+    device = [cupy.asarray(f) for f in host]
+    exchange_only(*device)
+    np.testing.assert_array_equal(device[0].get(), expected_local(d, (), np.float64))
+    np.testing.assert_array_equal(device[1].get(), expected_local(d, (3,), np.int32))

@@ -20,6 +20,8 @@ from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError
 from gt4py_halo.sdfg.nodes import HaloExchange
 
+#: Names of the program arguments that carry a rank's plan data start so.
+CLOSURE_PREFIX = "__halo_"
 #: The most fields one compiled exchange takes (the length of its DaCe signature).
 MAX_FIELDS = 32
 
@@ -50,8 +52,8 @@ class CompiledExchangeData:
         self.plan = plan
         self.comm = comm.Dup()
         serial = _agreed_serial(self.comm)
-        self.peers_name = f"__halo_peers_{serial}"
-        self.comm_name = f"__halo_comm_{serial}"
+        self.peers_name = f"{CLOSURE_PREFIX}peers_{serial}"
+        self.comm_name = f"{CLOSURE_PREFIX}comm_{serial}"
         self.peers = np.array([d.rank for d in plan.directions], dtype=np.int32)
         self.comm_handle = np.array([self.comm.py2f()], dtype=np.int32)
         self._next_tag = 0

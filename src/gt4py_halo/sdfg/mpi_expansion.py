@@ -18,6 +18,15 @@ program, sized by the fields' shapes) and the requests live in the program's sta
 an exchange allocates nothing and creates no request after its first call. One message per
 field and direction, tagged by both; the receiver of direction ``d`` matches the sender's
 ``-d``.
+
+GPU fields (``GPU_Global`` storage) get device buffers, so the pack and unpack maps become
+kernels on the program's stream. The PyPI MPICH is not CUDA-aware: MPI works on pinned host
+mirrors of the buffers (in the state struct, allocated on the first call), and the MPI
+tasklets copy to and from them asynchronously on the program's stream. The start tasklet then
+synchronizes the stream once — the one host wait standard MPI needs before sending; the wait
+tasklet's copies back need none. The MPI tasklets are labelled ``*_mpi_start`` /
+``*_mpi_wait`` so that the GPU transformation keeps them on the host
+(``HOST_TASKLET_SUFFIXES``).
 """
 
 from __future__ import annotations
@@ -45,6 +54,10 @@ class ExpandHaloExchangeMPI(ExpandTransformation):
         return _Lowering(node, parent_state, parent_sdfg).sdfg
 
 
+#: Label endings of the tasklets that call MPI: they must run on the host.
+HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait")
+
+
 class _Lowering:
     def __init__(self, node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> None:
         self.node = node
@@ -53,26 +66,49 @@ class _Lowering:
         self.halo = node.halo_widths
         self.ndim = len(self.halo)
         outer = {e.dst_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.in_edges(node)}
-        self.fields = []
-        for i in range(node.field_count):
-            desc = outer[f"_f{i}"].clone()
-            desc.transient = False
-            self.sdfg.add_datadesc(f"_f{i}", desc)
-            self.fields.append(desc)
-        for name in ("_peers", "_comm"):
-            desc = outer[name].clone()
-            desc.transient = False
-            self.sdfg.add_datadesc(name, desc)
+        self.fields = [self._argument(f"_f{i}", outer) for i in range(node.field_count)]
+        self._argument("_peers", outer)
+        self._argument("_comm", outer)
+        self.gpu = any(d.storage == dtypes.StorageType.GPU_Global for d in self.fields)
         self.sends: list[tuple[str, int, int, int]] = []  # (buffer, field, direction, bytes)
         self.recvs: list[tuple[str, int, int, int]] = []
         pack = self.sdfg.add_state("pack")
         unpack = self.sdfg.add_state_after(pack, "unpack")
-        for i, desc in enumerate(self.fields):
+        self.kernel_peers = "_peers"
+        if self.gpu:  # the unpack kernels read the neighbour ranks from device memory
+            peers = self.sdfg.arrays["_peers"]
+            self.kernel_peers = self._persistent(
+                f"{self.uid}_peers", peers.shape, peers.dtype, True
+            )
+            pack.add_nedge(
+                pack.add_read("_peers"),
+                pack.add_write(self.kernel_peers),
+                dace.Memlet.from_array("_peers", peers),
+            )
+        for i in range(node.field_count):
             for k, direction in enumerate(node.direction_offsets):
                 self._add_copy(pack, i, k, direction, sending=True)
                 self._add_copy(unpack, i, k, direction, sending=False)
         self._add_start(pack)
         self._add_wait(unpack)
+
+    def _argument(self, name: str, outer: dict[str, Any]) -> Any:
+        desc = outer[name].clone()
+        desc.transient = False
+        self.sdfg.add_datadesc(name, desc)
+        return desc
+
+    def _persistent(self, name: str, shape: Any, dtype: Any, device: bool) -> str:
+        """A transient allocated once per program: its address stays fixed for MPI."""
+        self.sdfg.add_array(
+            name,
+            shape,
+            dtype,
+            transient=True,
+            lifetime=dtypes.AllocationLifetime.Persistent,
+            storage=dtypes.StorageType.GPU_Global if device else dtypes.StorageType.CPU_Heap,
+        )
+        return name
 
     def _box(self, field: int, direction: tuple[int, ...], sending: bool) -> list[tuple[Any, Any]]:
         shape = self.fields[field].shape
@@ -88,17 +124,12 @@ class _Lowering:
             return
         desc = self.fields[i]
         levels = list(desc.shape[self.ndim :])
-        name = f"{'s' if sending else 'r'}buf_{i}_{k}"
-        self.sdfg.add_array(
-            name,
-            [b - a for a, b in bounds] + levels,
-            desc.dtype,
-            transient=True,
-            lifetime=dtypes.AllocationLifetime.Persistent,
-            storage=dtypes.StorageType.CPU_Heap,
+        shape = [b - a for a, b in bounds] + levels
+        name = f"{self.uid}_{'s' if sending else 'r'}buf_{i}_{k}"
+        self._persistent(name, shape, desc.dtype, self.gpu)
+        (self.sends if sending else self.recvs).append(
+            (name, i, k, math.prod(shape) * desc.dtype.bytes)
         )
-        nbytes = math.prod([b - a for a, b in bounds] + levels) * desc.dtype.bytes
-        (self.sends if sending else self.recvs).append((name, i, k, nbytes))
         params = [f"h{d}" for d in range(self.ndim)] + [f"l{d}" for d in range(len(levels))]
         ranges = {p: f"{symstr(a)}:{symstr(b)}" for p, (a, b) in zip(params, bounds)}
         ranges.update({p: f"0:{symstr(n)}" for p, n in zip(params[self.ndim :], levels)})
@@ -122,7 +153,7 @@ class _Lowering:
                 {
                     "_in": dace.Memlet(f"{name}[{buffer_index}]"),
                     "_old": dace.Memlet(f"_f{i}[{field_index}]"),
-                    "_peer": dace.Memlet(f"_peers[{k}]"),
+                    "_peer": dace.Memlet(f"{self.kernel_peers}[{k}]"),
                 },
                 "_out = _in if _peer >= 0 else _old",
                 {"_out": dace.Memlet(f"_f{i}[{field_index}]")},
@@ -132,100 +163,117 @@ class _Lowering:
     def _add_start(self, state: dace.SDFGState) -> None:
         node, uid = self.node, self.uid
         offsets = node.direction_offsets
-        opposite = {d: k for k, d in enumerate(offsets)}
+        index_of = {d: k for k, d in enumerate(offsets)}
         count = len(self.recvs) + len(self.sends)
-        lines = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)_comm[0]);", "int n = 0;"]
+        init = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)_comm[0]);", "int n = 0;"]
         for name, i, k, nbytes in self.recvs:
-            sender_direction = opposite[tuple(-o for o in offsets[k])]
-            lines.append(
-                f"MPI_Recv_init(_{name}, {symstr(nbytes, cpp_mode=True)}, MPI_BYTE, "
-                f"_peers[{k}] < 0 ? MPI_PROC_NULL : _peers[{k}], {node.tag(sender_direction, i)}, "
-                f"comm, &__state->{uid}_requests[n++]);"
+            sender_direction = index_of[tuple(-o for o in offsets[k])]
+            init += self._allocate_mirror(name, nbytes)
+            init.append(
+                f"MPI_Recv_init({self._wire(name)}, {symstr(nbytes, cpp_mode=True)}, MPI_BYTE, "
+                f"_peers[{k}] < 0 ? MPI_PROC_NULL : _peers[{k}], "
+                f"{node.tag(sender_direction, i)}, comm, &__state->{uid}_requests[n++]);"
             )
         for name, i, k, nbytes in self.sends:
-            lines.append(
-                f"MPI_Send_init(_{name}, {symstr(nbytes, cpp_mode=True)}, MPI_BYTE, "
+            init += self._allocate_mirror(name, nbytes)
+            init.append(
+                f"MPI_Send_init({self._wire(name)}, {symstr(nbytes, cpp_mode=True)}, MPI_BYTE, "
                 f"_peers[{k}] < 0 ? MPI_PROC_NULL : _peers[{k}], {node.tag(k, i)}, "
                 f"comm, &__state->{uid}_requests[n++]);"
             )
-        init = "\n    ".join(lines)
+        run = []
+        if self.gpu:  # the packed messages to the host; MPI may only read them after this
+            run += [self._stage(name, nbytes, to_host=True) for name, _, _, nbytes in self.sends]
+            run.append("DACE_GPU_CHECK(cudaStreamSynchronize(__dace_current_stream));")
+        run.append(f"MPI_Startall({count}, __state->{uid}_requests);")
+        init_code = "\n    ".join(init)
         code = f"""
 if (!__state->{uid}_ready) {{
-    {init}
+    {init_code}
     __state->{uid}_ready = 1;
 }}
-MPI_Startall({count}, __state->{uid}_requests);
-"""
+""" + "\n".join(run)
+        free_mirrors = "".join(
+            f" cudaFreeHost(__state->{uid}_{name}_host);" for name, *_ in self.recvs + self.sends
+        )
         exit_code = f"""{{
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && __state->{uid}_ready)
         for (int n = 0; n < {count}; ++n) MPI_Request_free(&__state->{uid}_requests[n]);
+    if (__state->{uid}_ready) {{{free_mirrors if self.gpu else ""} }}
 }}"""
+        fields = [f"MPI_Request {uid}_requests[{max(count, 1)}];", f"int {uid}_ready = 0;"]
+        if self.gpu:
+            fields += [
+                f"char* {uid}_{name}_host = nullptr;" for name, *_ in self.recvs + self.sends
+            ]
         tasklet = state.add_tasklet(
-            "start",
+            f"{uid}_mpi_start",
             ["_peers", "_comm"] + [f"_{name}" for name, *_ in self.sends],
             [f"_{name}" for name, *_ in self.recvs],
             code,
             language=dtypes.Language.CPP,
             side_effects=True,
-            state_fields=[f"MPI_Request {uid}_requests[{max(count, 1)}];", f"int {uid}_ready = 0;"],
+            state_fields=fields,
             code_exit=exit_code,
         )
         for name in ("_peers", "_comm"):
-            tasklet.in_connectors[name] = dace.pointer(self.sdfg.arrays[name].dtype)
-            state.add_edge(
-                state.add_read(name),
-                None,
-                tasklet,
-                name,
-                dace.Memlet.from_array(name, self.sdfg.arrays[name]),
-            )
-        written = {n.data: n for n in state.data_nodes() if state.in_degree(n) > 0}
+            self._connect(state, state.add_read(name), tasklet, name)
+        packed = {n.data: n for n in state.data_nodes() if state.in_degree(n) > 0}
         for name, *_ in self.sends:
-            tasklet.in_connectors[f"_{name}"] = dace.pointer(self.sdfg.arrays[name].dtype)
-            state.add_edge(
-                written[name],
-                None,
-                tasklet,
-                f"_{name}",
-                dace.Memlet.from_array(name, self.sdfg.arrays[name]),
-            )
-        for name, *_ in self.recvs:
-            tasklet.out_connectors[f"_{name}"] = dace.pointer(self.sdfg.arrays[name].dtype)
-            state.add_edge(
-                tasklet,
-                f"_{name}",
-                state.add_write(name),
-                None,
-                dace.Memlet.from_array(name, self.sdfg.arrays[name]),
-            )
+            self._connect(state, packed[name], tasklet, f"_{name}")
+        for name, *_ in self.recvs:  # orders the wait after the start
+            self._connect(state, tasklet, state.add_write(name), f"_{name}")
 
     def _add_wait(self, state: dace.SDFGState) -> None:
         uid = self.uid
         count = len(self.recvs) + len(self.sends)
+        code = [f"MPI_Waitall({count}, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
+        if self.gpu:  # received messages to the device, on the stream: no host wait
+            code += [self._stage(name, nbytes, to_host=False) for name, _, _, nbytes in self.recvs]
         names = [name for name, *_ in self.recvs]
         tasklet = state.add_tasklet(
-            "wait",
+            f"{uid}_mpi_wait",
             [f"_{n}_in" for n in names],
             [f"_{n}" for n in names],
-            f"MPI_Waitall({count}, __state->{uid}_requests, MPI_STATUSES_IGNORE);",
+            "\n".join(code),
             language=dtypes.Language.CPP,
             side_effects=True,
         )
-        read = {n.data: n for n in state.data_nodes() if state.out_degree(n) > 0}
-        for name in names:
-            desc = self.sdfg.arrays[name]
-            tasklet.in_connectors[f"_{name}_in"] = dace.pointer(desc.dtype)
-            tasklet.out_connectors[f"_{name}"] = dace.pointer(desc.dtype)
-            state.add_edge(
-                state.add_read(name),
-                None,
-                tasklet,
-                f"_{name}_in",
-                dace.Memlet.from_array(name, desc),
-            )
-            # the unpack maps read the buffer after the wait
-            state.add_edge(
-                tasklet, f"_{name}", read[name], None, dace.Memlet.from_array(name, desc)
-            )
+        unpacked = {n.data: n for n in state.data_nodes() if state.out_degree(n) > 0}
+        for name in names:  # the unpack maps read the buffer after the wait
+            self._connect(state, state.add_read(name), tasklet, f"_{name}_in")
+            self._connect(state, tasklet, unpacked[name], f"_{name}")
+
+    def _wire(self, name: str) -> str:
+        """What MPI reads or writes: the buffer, or on a GPU its pinned host mirror."""
+        return f"__state->{self.uid}_{name}_host" if self.gpu else f"_{name}"
+
+    def _allocate_mirror(self, name: str, nbytes: Any) -> list[str]:
+        if not self.gpu:
+            return []
+        size = symstr(nbytes, cpp_mode=True)
+        return [f"DACE_GPU_CHECK(cudaMallocHost((void**)&{self._wire(name)}, {size}));"]
+
+    def _stage(self, name: str, nbytes: Any, to_host: bool) -> str:
+        size = symstr(nbytes, cpp_mode=True)
+        if to_host:
+            dst, src, kind = self._wire(name), f"_{name}", "cudaMemcpyDeviceToHost"
+        else:
+            dst, src, kind = f"_{name}", self._wire(name), "cudaMemcpyHostToDevice"
+        return (
+            f"DACE_GPU_CHECK(cudaMemcpyAsync({dst}, {src}, {size}, {kind}, __dace_current_stream));"
+        )
+
+    def _connect(self, state: dace.SDFGState, src: Any, dst: Any, connector: str) -> None:
+        """A whole-array edge between a tasklet pointer connector and an access node."""
+        access = src if isinstance(src, dace.nodes.AccessNode) else dst
+        desc = self.sdfg.arrays[access.data]
+        memlet = dace.Memlet.from_array(access.data, desc)
+        if access is src:
+            dst.in_connectors[connector] = dace.pointer(desc.dtype)
+            state.add_edge(src, None, dst, connector, memlet)
+        else:
+            src.out_connectors[connector] = dace.pointer(desc.dtype)
+            state.add_edge(src, connector, dst, None, memlet)

@@ -23,9 +23,12 @@ from typing import Any
 import dace
 import numpy as np
 from dace.codegen.compiler import load_precompiled_sdfg
+from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
 from gt4py_halo.build_once import build_on_root
+from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
+from gt4py_halo.sdfg.mpi_expansion import HOST_TASKLET_SUFFIXES
 from gt4py_halo.sdfg.nodes import HaloExchange
 
 log = logging.getLogger(__name__)
@@ -34,9 +37,14 @@ log = logging.getLogger(__name__)
 class Program:
     """A step function compiled, with its halo exchanges, into one SDFG per signature."""
 
-    def __init__(self, function: Callable[..., None], comm: MPI.Comm | None = None) -> None:
+    def __init__(
+        self, function: Callable[..., None], comm: MPI.Comm | None = None, device: str = "cpu"
+    ) -> None:
+        if device not in ("cpu", "gpu"):
+            raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
         functools.update_wrapper(self, function)
         self._comm = comm if comm is not None else MPI.COMM_WORLD
+        self._device = device
         self._dace_program = dace.program(function)
         self._builds: dict[tuple, tuple[dace.SDFG, Any]] = {}
 
@@ -74,26 +82,58 @@ class Program:
 
     def _parse(self, values: list[Any]) -> dace.SDFG:
         names = self._dace_program.argnames
-        descriptors = [_symbolic_descriptor(n, v) for n, v in zip(names, values)]
+        descriptors = [_symbolic_descriptor(n, v, self._device) for n, v in zip(names, values)]
         return self._dace_program.to_sdfg(*descriptors, simplify=True)
 
     def _lower(self, values: list[Any]) -> dace.SDFG:
         sdfg = self._parse(values)
         lower_halo_exchanges(sdfg)
         sdfg.simplify()
+        if self._device == "gpu":
+            transform_for_gpu(sdfg)
         sdfg.name = f"{self.__name__}_{sdfg.hash_sdfg()[:16]}"
         return sdfg
 
 
-def program(function: Callable[..., None] | None = None, *, comm: MPI.Comm | None = None) -> Any:
+def program(
+    function: Callable[..., None] | None = None,
+    *,
+    comm: MPI.Comm | None = None,
+    device: str = "cpu",
+) -> Any:
     """Decorate a step of GT4Py programs and ``ex.exchange`` calls to compile it as one SDFG.
 
     ``comm`` (default ``MPI_COMM_WORLD``) holds the ranks that call the step together: one of
-    them compiles it, all load it.
+    them compiles it, all load it. ``device="gpu"``: array arguments live on the GPU (CuPy,
+    GT4Py GPU fields) and the step is transformed for it (``transform_for_gpu``).
     """
     if function is None:
-        return functools.partial(program, comm=comm)
-    return Program(function, comm)
+        return functools.partial(program, comm=comm, device=device)
+    return Program(function, comm, device)
+
+
+def transform_for_gpu(sdfg: dace.SDFG) -> None:
+    """Offload the step to the GPU, keeping MPI and the data it touches on the host.
+
+    Pack and unpack maps become kernels on the program's stream; the tasklets that call MPI
+    stay host code, as do the communicator and neighbour ranks they read and the pinned host
+    mirrors of the message buffers.
+    """
+    host_tasklets = [
+        n.label
+        for n, _ in sdfg.all_nodes_recursive()
+        if isinstance(n, dace.nodes.Tasklet) and n.label.endswith(HOST_TASKLET_SUFFIXES)
+    ]
+    host_data = [
+        name
+        for name, desc in sdfg.arrays.items()
+        if desc.storage == dace.StorageType.CPU_Pinned or name.startswith(CLOSURE_PREFIX)
+    ]
+    sdfg.apply_transformations(
+        GPUTransformSDFG,
+        options={"exclude_tasklets": ",".join(host_tasklets), "host_data": host_data},
+    )
+    sdfg.simplify()
 
 
 def lower_halo_exchanges(sdfg: dace.SDFG) -> int:
@@ -116,16 +156,17 @@ def _plain(value: Any) -> Any:
 
 
 def _signature(value: Any) -> tuple:
-    if isinstance(value, np.ndarray):
+    if hasattr(value, "ndim") and hasattr(value, "dtype"):
         return ("array", value.dtype.str, value.ndim)
     return ("scalar", type(value).__name__)
 
 
-def _symbolic_descriptor(name: str, value: Any) -> Any:
-    if not isinstance(value, np.ndarray):
+def _symbolic_descriptor(name: str, value: Any, device: str) -> Any:
+    if not (isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__")):
         return dace.data.create_datadescriptor(value)
     return dace.data.Array(
         dace.dtypes.typeclass(value.dtype.type),
         shape=[dace.symbol(f"__{name}_size{k}") for k in range(value.ndim)],
         strides=[dace.symbol(f"__{name}_stride{k}") for k in range(value.ndim)],
+        storage=dace.StorageType.GPU_Global if device == "gpu" else dace.StorageType.Default,
     )
