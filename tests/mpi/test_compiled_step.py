@@ -140,3 +140,27 @@ def test_compiled_exchange_on_the_gpu(comm) -> None:
     exchange_only(*device)
     np.testing.assert_array_equal(device[0].get(), expected_local(d, (), np.float64))
     np.testing.assert_array_equal(device[1].get(), expected_local(d, (3,), np.int32))
+
+
+def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
+    """A mesh scattered by random partitions, halos in shuffled order, two dims in one step."""
+    from test_unstructured_exchange import local_field, random_mesh, values
+
+    d = gh.UnstructuredDecomposition(random_mesh(comm, seed=13))
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def exchange_cells_and_edges(c, e, e2):
+        ex.exchange(c, dim="cell")
+        ex.exchange(e, e2, dim="edge")
+
+    specs = {"c": ("cell", (4,), np.float32, "F"), "e": ("edge", (), np.float64, "C")}
+    specs["e2"] = ("edge", (2,), np.int64, "C")
+    for _ in range(2):  # the second call reuses the persistent requests
+        fields = {
+            k: local_field(d, dim, lv, dt, order) for k, (dim, lv, dt, order) in specs.items()
+        }
+        exchange_cells_and_edges(*fields.values())
+        for key, (dim, levels, dtype, _) in specs.items():
+            expected = values(np.concatenate([d.owned_gids[dim], d.halo_gids[dim]]), levels, dtype)
+            np.testing.assert_array_equal(fields[key], expected)

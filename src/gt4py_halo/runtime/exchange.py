@@ -68,7 +68,8 @@ class BlockingExchange:
     def __sdfg__(self, *descriptors: Any, dim: str | None = None) -> Any:
         from gt4py_halo.sdfg.convertible import exchange_sdfg
 
-        return exchange_sdfg(self._data(dim), self._exchange.decomposition.halo, descriptors)
+        dim = getattr(dim, "value", dim)  # DaCe passes string constants as StringLiteral
+        return exchange_sdfg(self._data(), dim, descriptors)
 
     def __sdfg_signature__(self) -> tuple[list[str], list[str]]:
         from gt4py_halo.sdfg.convertible import field_names
@@ -76,23 +77,20 @@ class BlockingExchange:
         return field_names(), []
 
     def __sdfg_closure__(self, reevaluate: Any = None) -> dict[str, Any]:
-        return self._data(None).closure()
+        return self._data().arrays
 
     def closure_resolver(
         self, constant_args: Any, given_args: Any, parent_closure: Any = None
     ) -> Any:
         """DaCe's preprocessor collects a program's closure arrays through this."""
-        from gt4py_halo.sdfg.convertible import closure_of
+        return self._data().closure()
 
-        return closure_of(self._data(None))
-
-    def _data(self, dim: str | None) -> Any:
+    def _data(self) -> Any:
         from gt4py_halo.sdfg.convertible import CompiledExchangeData
 
         exchange = self._exchange
         if exchange._compiled_data is None:
-            plan = exchange.decomposition.plan(dim)
-            exchange._compiled_data = CompiledExchangeData(plan, exchange.decomposition.comm)
+            exchange._compiled_data = CompiledExchangeData(exchange.decomposition)
         return exchange._compiled_data
 
 

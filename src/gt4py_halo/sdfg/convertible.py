@@ -1,9 +1,14 @@
 """``ex.exchange(...)`` inside a DaCe program: the SDFG it becomes, and the data it needs.
 
 DaCe calls ``__sdfg__`` with the descriptors of the arguments and gets a one-state SDFG holding
-a ``HaloExchange`` node; ``__sdfg_closure__`` hands it this rank's plan data (neighbour ranks,
-communicator) as two small arrays, passed to the compiled program at every call like its other
-arguments. The compiled program exchanges on a communicator of its own, duplicated from the
+one exchange node; the closure hands the compiled program this rank's plan data as small
+integer arrays, passed at every call like its other arguments:
+
+- cartesian plans: the rank in each exchange direction, and the communicator;
+- unstructured plans: the neighbour ranks, and per neighbour (CSR offsets) the local indices
+  to send and to receive — arrays of symbolic length, so every rank runs the same code.
+
+The compiled program exchanges on a communicator of its own, duplicated from the
 decomposition's, so its messages never meet those of the runtime exchange.
 """
 
@@ -18,7 +23,7 @@ from mpi4py import MPI
 
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError
-from gt4py_halo.sdfg.nodes import HaloExchange
+from gt4py_halo.sdfg.nodes import HaloExchange, UnstructuredHaloExchange
 
 #: Names of the program arguments that carry a rank's plan data start so.
 CLOSURE_PREFIX = "__halo_"
@@ -26,6 +31,21 @@ CLOSURE_PREFIX = "__halo_"
 MAX_FIELDS = 32
 
 _last_serial = -1
+
+
+class PlanArray(np.ndarray):
+    """Plan data whose DaCe descriptor has a symbolic length (``<name>_len``).
+
+    DaCe describes closure arrays from their values; lengths that differ between ranks would
+    make every rank's SDFG different. ``Program`` passes the length symbols at each call.
+    """
+
+    def __descriptor__(self) -> dace.data.Array:
+        return dace.data.Array(dace.int32, [length_symbol(self.name)])
+
+
+def length_symbol(name: str) -> dace.symbol:
+    return dace.symbol(f"{name}_len")
 
 
 def _agreed_serial(comm: MPI.Comm) -> int:
@@ -41,57 +61,100 @@ def _agreed_serial(comm: MPI.Comm) -> int:
 
 
 class CompiledExchangeData:
-    """This rank's data for the compiled exchanges of one plan, and their tag allocation."""
+    """This rank's data for the compiled exchanges of one decomposition, per plan.
 
-    def __init__(self, plan: ExchangePlan, comm: MPI.Comm) -> None:
-        if not plan.directions:
-            raise FieldError(
-                f"plan {plan.name!r}: compiled exchanges support cartesian decompositions only "
-                "so far; exchange unstructured fields with the runtime exchange"
-            )
-        self.plan = plan
-        self.comm = comm.Dup()
+    Built collectively on first use (it duplicates the communicator); also allocates message
+    tags, so that every exchange node of a program has its own.
+    """
+
+    def __init__(self, decomposition: Any) -> None:
+        self.decomposition = decomposition
+        self.comm = decomposition.comm.Dup()
         serial = _agreed_serial(self.comm)
-        self.peers_name = f"{CLOSURE_PREFIX}peers_{serial}"
-        self.comm_name = f"{CLOSURE_PREFIX}comm_{serial}"
-        self.peers = np.array([d.rank for d in plan.directions], dtype=np.int32)
-        self.comm_handle = np.array([self.comm.py2f()], dtype=np.int32)
+        self.prefix = f"{CLOSURE_PREFIX}{serial}_"
+        self.arrays: dict[str, np.ndarray] = {
+            f"{self.prefix}comm": np.array([self.comm.py2f()], dtype=np.int32)
+        }
+        dims = getattr(decomposition, "dims", (None,))
+        for dim in dims:
+            plan = decomposition.plan(dim)
+            if plan.directions:
+                self.arrays[self._name(plan, "peers")] = np.array(
+                    [d.rank for d in plan.directions], dtype=np.int32
+                )
+            else:
+                self._add_index_lists(plan)
         self._next_tag = 0
 
+    def _name(self, plan: ExchangePlan, what: str) -> str:
+        return f"{self.prefix}{plan.name}_{what}"
+
+    def _add_index_lists(self, plan: ExchangePlan) -> None:
+        neighbours = plan.remote_neighbours
+        lists = {
+            "neighbours": np.array([n.rank for n in neighbours], dtype=np.int32),
+            "send_ptr": _offsets([n.send.count for n in neighbours]),
+            "send_idx": _concatenated([n.send.indices for n in neighbours]),
+            "recv_ptr": _offsets([n.recv.count for n in neighbours]),
+            "recv_idx": _concatenated([n.recv.indices for n in neighbours]),
+        }
+        for what, array in lists.items():
+            name = self._name(plan, what)
+            self.arrays[name] = array.view(PlanArray)
+            self.arrays[name].name = name
+
+    def descriptor(self, name: str) -> dace.data.Array:
+        """Lengths that differ between ranks are symbols: the code stays the same."""
+        return dace.data.create_datadescriptor(self.arrays[name])
+
     def allocate_tags(self, count: int) -> int:
-        """The first of ``count`` tags no other exchange node of this plan uses."""
+        """The first of ``count`` tags no other exchange node of this decomposition uses."""
         first = self._next_tag
         self._next_tag += count
         if self._next_tag > MPI.TAG_UB:
-            raise RuntimeError("too many compiled exchange nodes on one plan: MPI tags exhausted")
+            raise RuntimeError("too many compiled exchange nodes: MPI message tags exhausted")
         return first
 
-    def closure(self) -> dict[str, np.ndarray]:
-        return {self.peers_name: self.peers, self.comm_name: self.comm_handle}
+    def closure(self) -> SDFGClosure:
+        closure = SDFGClosure()
+        for name, array in self.arrays.items():
+            evaluate = lambda array=array: array
+            closure.closure_arrays[name] = (name, self.descriptor(name), evaluate, False)
+        return closure
 
 
-def exchange_sdfg(data: CompiledExchangeData, halo: Any, descriptors: tuple[Any, ...]) -> dace.SDFG:
+def exchange_sdfg(data: CompiledExchangeData, dim: str | None, descriptors: tuple) -> dace.SDFG:
     """A one-state SDFG exchanging the halos of fields with the given descriptors."""
+    plan = data.decomposition.plan(dim)
     if not 1 <= len(descriptors) <= MAX_FIELDS:
         raise FieldError(
             f"a compiled exchange takes 1 to {MAX_FIELDS} fields, got {len(descriptors)}"
         )
-    ndim = len(data.plan.local_shape)
+    ndim = len(plan.local_shape)
     for i, desc in enumerate(descriptors):
         if not isinstance(desc, dace.data.Array) or len(desc.shape) < ndim:
             raise FieldError(
                 f"field {i} of a compiled exchange must be an array with at least {ndim} axes, "
                 f"got {desc}"
             )
-    directions = [d.offset for d in data.plan.directions]
-    node = HaloExchange(
-        f"halo_exchange_{data.plan.name}",
-        halo=list(halo),
-        directions=directions,
-        field_count=len(descriptors),
-        tag_base=data.allocate_tags(len(directions) * len(descriptors)),
-    )
-    sdfg = dace.SDFG(f"exchange_{data.plan.name}_{node.tag_base}")
+    if plan.directions:
+        directions = [d.offset for d in plan.directions]
+        node = HaloExchange(
+            f"halo_exchange_{plan.name}",
+            halo=list(data.decomposition.halo),
+            directions=directions,
+            field_count=len(descriptors),
+            tag_base=data.allocate_tags(len(directions) * len(descriptors)),
+        )
+        plan_arrays = {"_peers": "peers"}
+    else:
+        node = UnstructuredHaloExchange(
+            f"halo_exchange_{plan.name}",
+            field_count=len(descriptors),
+            tag_base=data.allocate_tags(len(descriptors)),
+        )
+        plan_arrays = {f"_{w}": w for w in UnstructuredHaloExchange.PLAN_ARRAYS}
+    sdfg = dace.SDFG(f"exchange_{plan.name}_{node.tag_base}")
     state = sdfg.add_state("exchange")
     state.add_node(node)
     names = field_names(len(descriptors))
@@ -99,35 +162,30 @@ def exchange_sdfg(data: CompiledExchangeData, halo: Any, descriptors: tuple[Any,
         desc = desc.clone()
         desc.transient = False
         sdfg.add_datadesc(name, desc)
-        memlet = dace.Memlet.from_array(name, desc)
-        state.add_edge(state.add_read(name), None, node, f"_f{i}", memlet)
-        state.add_edge(
-            node, f"_f{i}", state.add_write(name), None, dace.Memlet.from_array(name, desc)
-        )
-    for connector, name, array in (
-        ("_peers", data.peers_name, data.peers),
-        ("_comm", data.comm_name, data.comm_handle),
-    ):
-        sdfg.add_array(name, array.shape, dace.int32)
-        state.add_edge(
-            state.add_read(name),
-            None,
-            node,
-            connector,
-            dace.Memlet.from_array(name, sdfg.arrays[name]),
-        )
+        state.add_edge(state.add_read(name), None, node, f"_f{i}", _whole(name, desc))
+        state.add_edge(node, f"_f{i}", state.add_write(name), None, _whole(name, desc))
+    connectors = {c: data._name(plan, what) for c, what in plan_arrays.items()}
+    connectors["_comm"] = f"{data.prefix}comm"
+    for connector, name in connectors.items():
+        sdfg.add_datadesc(name, data.descriptor(name))
+        state.add_edge(state.add_read(name), None, node, connector, _whole(name, sdfg.arrays[name]))
     sdfg.arg_names = names
     return sdfg
 
 
-def closure_of(data: CompiledExchangeData) -> SDFGClosure:
-    """The closure DaCe passes to the compiled program at every call: this rank's plan data."""
-    closure = SDFGClosure()
-    for name, array in data.closure().items():
-        descriptor = dace.data.create_datadescriptor(array)
-        closure.closure_arrays[name] = (name, descriptor, lambda array=array: array, False)
-    return closure
-
-
 def field_names(count: int = MAX_FIELDS) -> list[str]:
     return [f"field{i}" for i in range(count)]
+
+
+def _whole(name: str, desc: Any) -> dace.Memlet:
+    return dace.Memlet.from_array(name, desc)
+
+
+def _offsets(counts: list[int]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int32)
+
+
+def _concatenated(parts: list[np.ndarray]) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, dtype=np.int32)
+    return np.concatenate(parts).astype(np.int32)

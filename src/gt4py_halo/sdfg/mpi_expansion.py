@@ -41,6 +41,7 @@ from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.decomposition.cartesian import direction_box
+from gt4py_halo.sdfg.graph import connect_whole
 
 
 @dace.library.expansion
@@ -165,20 +166,20 @@ class _Lowering:
         offsets = node.direction_offsets
         index_of = {d: k for k, d in enumerate(offsets)}
         count = len(self.recvs) + len(self.sends)
-        init = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)_comm[0]);", "int n = 0;"]
+        init = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);", "int n = 0;"]
         for name, i, k, nbytes in self.recvs:
             sender_direction = index_of[tuple(-o for o in offsets[k])]
             init += self._allocate_mirror(name, nbytes)
             init.append(
                 f"MPI_Recv_init({self._wire(name)}, {symstr(nbytes, cpp_mode=True)}, MPI_BYTE, "
-                f"_peers[{k}] < 0 ? MPI_PROC_NULL : _peers[{k}], "
+                f"peers[{k}] < 0 ? MPI_PROC_NULL : peers[{k}], "
                 f"{node.tag(sender_direction, i)}, comm, &__state->{uid}_requests[n++]);"
             )
         for name, i, k, nbytes in self.sends:
             init += self._allocate_mirror(name, nbytes)
             init.append(
                 f"MPI_Send_init({self._wire(name)}, {symstr(nbytes, cpp_mode=True)}, MPI_BYTE, "
-                f"_peers[{k}] < 0 ? MPI_PROC_NULL : _peers[{k}], {node.tag(k, i)}, "
+                f"peers[{k}] < 0 ? MPI_PROC_NULL : peers[{k}], {node.tag(k, i)}, "
                 f"comm, &__state->{uid}_requests[n++]);"
             )
         run = []
@@ -210,7 +211,7 @@ if (!__state->{uid}_ready) {{
             ]
         tasklet = state.add_tasklet(
             f"{uid}_mpi_start",
-            ["_peers", "_comm"] + [f"_{name}" for name, *_ in self.sends],
+            ["peers", "comm_handle"] + [f"_{name}" for name, *_ in self.sends],
             [f"_{name}" for name, *_ in self.recvs],
             code,
             language=dtypes.Language.CPP,
@@ -218,13 +219,14 @@ if (!__state->{uid}_ready) {{
             state_fields=fields,
             code_exit=exit_code,
         )
-        for name in ("_peers", "_comm"):
-            self._connect(state, state.add_read(name), tasklet, name)
+        # tasklet connectors must not be named like arrays: "peers" reads "_peers"
+        for connector, name in (("peers", "_peers"), ("comm_handle", "_comm")):
+            connect_whole(state, self.sdfg, state.add_read(name), tasklet, connector)
         packed = {n.data: n for n in state.data_nodes() if state.in_degree(n) > 0}
         for name, *_ in self.sends:
-            self._connect(state, packed[name], tasklet, f"_{name}")
+            connect_whole(state, self.sdfg, packed[name], tasklet, f"_{name}")
         for name, *_ in self.recvs:  # orders the wait after the start
-            self._connect(state, tasklet, state.add_write(name), f"_{name}")
+            connect_whole(state, self.sdfg, tasklet, state.add_write(name), f"_{name}")
 
     def _add_wait(self, state: dace.SDFGState) -> None:
         uid = self.uid
@@ -243,8 +245,8 @@ if (!__state->{uid}_ready) {{
         )
         unpacked = {n.data: n for n in state.data_nodes() if state.out_degree(n) > 0}
         for name in names:  # the unpack maps read the buffer after the wait
-            self._connect(state, state.add_read(name), tasklet, f"_{name}_in")
-            self._connect(state, tasklet, unpacked[name], f"_{name}")
+            connect_whole(state, self.sdfg, state.add_read(name), tasklet, f"_{name}_in")
+            connect_whole(state, self.sdfg, tasklet, unpacked[name], f"_{name}")
 
     def _wire(self, name: str) -> str:
         """What MPI reads or writes: the buffer, or on a GPU its pinned host mirror."""
@@ -265,15 +267,3 @@ if (!__state->{uid}_ready) {{
         return (
             f"DACE_GPU_CHECK(cudaMemcpyAsync({dst}, {src}, {size}, {kind}, __dace_current_stream));"
         )
-
-    def _connect(self, state: dace.SDFGState, src: Any, dst: Any, connector: str) -> None:
-        """A whole-array edge between a tasklet pointer connector and an access node."""
-        access = src if isinstance(src, dace.nodes.AccessNode) else dst
-        desc = self.sdfg.arrays[access.data]
-        memlet = dace.Memlet.from_array(access.data, desc)
-        if access is src:
-            dst.in_connectors[connector] = dace.pointer(desc.dtype)
-            state.add_edge(src, None, dst, connector, memlet)
-        else:
-            src.out_connectors[connector] = dace.pointer(desc.dtype)
-            state.add_edge(src, connector, dst, None, memlet)

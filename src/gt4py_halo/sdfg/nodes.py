@@ -22,6 +22,7 @@ from dace import properties
 from dace.sdfg import nodes
 
 from gt4py_halo.sdfg.mpi_expansion import ExpandHaloExchangeMPI
+from gt4py_halo.sdfg.unstructured_expansion import ExpandUnstructuredHaloExchangeMPI
 
 
 @dace.library.node
@@ -64,3 +65,27 @@ class HaloExchange(nodes.LibraryNode):
     def tag(self, direction_index: int, field: int) -> int:
         """Tag of the message sent towards direction ``direction_index`` for ``field``."""
         return self.tag_base + direction_index * self.field_count + field
+
+
+@dace.library.node
+class UnstructuredHaloExchange(nodes.LibraryNode):
+    """Blocking halo exchange of ``field_count`` fields of one unstructured (ICON) dim.
+
+    Axis 0 of every field is the dim's local index space (owned, then halo cells). The plan
+    comes in as run-time arrays (``PLAN_ARRAYS``, plus ``_comm``): neighbour ranks and, per
+    neighbour, offsets into the lists of local indices to send and to receive.
+    """
+
+    PLAN_ARRAYS = ("neighbours", "send_ptr", "send_idx", "recv_ptr", "recv_idx")
+    implementations: ClassVar[dict] = {"MPI": ExpandUnstructuredHaloExchangeMPI}
+    default_implementation = "MPI"
+
+    field_count = properties.Property(dtype=int, default=1, desc="number of fields")
+    tag_base = properties.Property(dtype=int, default=0, desc="first message tag of this node")
+
+    def __init__(self, name: str, field_count: int = 1, tag_base: int = 0, **kwargs) -> None:
+        fields = [f"_f{i}" for i in range(field_count)]
+        plan = [f"_{a}" for a in self.PLAN_ARRAYS] + ["_comm"]
+        super().__init__(name, inputs=fields + plan, outputs=fields, **kwargs)
+        self.field_count = field_count
+        self.tag_base = tag_base

@@ -27,7 +27,7 @@ from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
 from gt4py_halo.build_once import build_on_root
-from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
+from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX, PlanArray, length_symbol
 from gt4py_halo.sdfg.mpi_expansion import HOST_TASKLET_SUFFIXES
 from gt4py_halo.sdfg.nodes import HaloExchange
 
@@ -52,6 +52,9 @@ class Program:
         values = [_plain(a) for a in args]
         sdfg, compiled = self._build(values)
         arguments = self._dace_program._create_sdfg_args(sdfg, tuple(values), {})
+        for value in list(arguments.values()):
+            if isinstance(value, PlanArray):  # lengths that differ between ranks
+                arguments[str(length_symbol(value.name))] = len(value)
         # array descriptors carry symbolic strides: views (GT4Py's padded buffers) are fine
         with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
             compiled(**arguments)

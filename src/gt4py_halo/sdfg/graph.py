@@ -1,0 +1,26 @@
+"""Small SDFG-building helpers shared by the expansions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dace
+
+
+def connect_whole(
+    state: dace.SDFGState, sdfg: dace.SDFG, src: Any, dst: Any, connector: str
+) -> None:
+    """A whole-array edge between an access node and a tasklet's pointer connector.
+
+    The tasklets of the expansions hand buffers to MPI, which needs their addresses, not
+    their elements: the connector becomes a pointer of the array's element type.
+    """
+    access = src if isinstance(src, dace.nodes.AccessNode) else dst
+    desc = sdfg.arrays[access.data]
+    memlet = dace.Memlet.from_array(access.data, desc)
+    if access is src:
+        dst.in_connectors[connector] = dace.pointer(desc.dtype)
+        state.add_edge(src, None, dst, connector, memlet)
+    else:
+        src.out_connectors[connector] = dace.pointer(desc.dtype)
+        state.add_edge(src, connector, dst, None, memlet)

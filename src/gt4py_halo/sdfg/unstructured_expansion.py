@@ -1,0 +1,180 @@
+"""The MPI expansion of ``UnstructuredHaloExchange``: gather, persistent requests, scatter.
+
+Like the cartesian expansion, in two states: ``pack`` gathers each field's cells to send into
+one persistent buffer (``sbuf[n, k] = f[send_idx[n], k]``, all neighbours back to back in the
+order of the CSR offsets ``send_ptr``) and starts persistent requests, one per neighbour and
+field; ``unpack`` waits for them and scatters the receive buffer into the halo
+(``f[recv_idx[n], k] = rbuf[n, k]``). How many neighbours and cells a rank has is only known
+at run time (array lengths are symbols), so the requests are created in a loop over the
+neighbour ranks on the first call, and kept in the program's state struct.
+
+CPU fields only, so far: GPU staging as in the cartesian expansion is not written yet.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import dace
+from dace import dtypes
+from dace.libraries.mpi.environments.mpi import MPI as MpiEnvironment
+from dace.symbolic import symstr
+from dace.transformation.transformation import ExpandTransformation
+
+from gt4py_halo.errors import FieldError
+from gt4py_halo.sdfg.graph import connect_whole
+
+
+@dace.library.expansion
+class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
+    """Lower ``UnstructuredHaloExchange`` to gathers, MPI persistent requests and scatters."""
+
+    environments: ClassVar[list] = [MpiEnvironment]
+
+    @staticmethod
+    def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
+        uid = f"halo{node.tag_base}"
+        sdfg = dace.SDFG(f"{uid}_exchange")
+        outer = {e.dst_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.in_edges(node)}
+        for connector, desc in outer.items():
+            desc = desc.clone()
+            desc.transient = False
+            if desc.storage == dtypes.StorageType.GPU_Global:
+                raise FieldError(
+                    "compiled unstructured exchanges of GPU fields are not supported yet"
+                )
+            sdfg.add_datadesc(connector, desc)
+        pack = sdfg.add_state("pack")
+        unpack = sdfg.add_state_after(pack, "unpack")
+        sends, recvs = [], []
+        for i in range(node.field_count):
+            field = sdfg.arrays[f"_f{i}"]
+            levels = list(field.shape[1:])
+            for buffers, kind, move in ((sends, "send", pack), (recvs, "recv", unpack)):
+                count = sdfg.arrays[f"_{kind}_idx"].shape[0]
+                name = f"{uid}_{kind}buf_{i}"
+                sdfg.add_array(
+                    name,
+                    [count] + levels,
+                    field.dtype,
+                    transient=True,
+                    lifetime=dtypes.AllocationLifetime.Persistent,
+                    storage=dtypes.StorageType.CPU_Heap,
+                )
+                buffers.append((name, i, math.prod(levels) if levels else 1, field.dtype.bytes))
+                _add_indirect_copy(move, i, name, kind, count, field)
+        _add_start(pack, sdfg, uid, node, sends, recvs)
+        _add_wait(unpack, sdfg, uid, recvs)
+        return sdfg
+
+
+def _add_indirect_copy(
+    state: dace.SDFGState, i: int, buffer: str, kind: str, count: Any, field: Any
+) -> None:
+    """Gather (``send``) or scatter (``recv``) one field through an index list."""
+    levels = field.shape[1:]
+    params = ["n"] + [f"l{d}" for d in range(len(levels))]
+    ranges = {"n": f"0:{symstr(count)}"}
+    ranges.update({p: f"0:{symstr(e)}" for p, e in zip(params[1:], levels)})
+    level_index = "".join(f", {p}" for p in params[1:])
+    column = f"_f{i}[0:{symstr(field.shape[0])}{level_index}]"
+    index = {"_idx": dace.Memlet(f"_{kind}_idx[n]")}
+    if kind == "send":
+        state.add_mapped_tasklet(
+            f"gather_{i}",
+            ranges,
+            {**index, "_column": dace.Memlet(column)},
+            "_out = _column[_idx]",
+            {"_out": dace.Memlet(f"{buffer}[{', '.join(params)}]")},
+            external_edges=True,
+        )
+    else:
+        state.add_mapped_tasklet(
+            f"scatter_{i}",
+            ranges,
+            {**index, "_in": dace.Memlet(f"{buffer}[{', '.join(params)}]")},
+            "_column[_idx] = _in",
+            {"_column": dace.Memlet(column, dynamic=True)},
+            external_edges=True,
+        )
+
+
+def _add_start(
+    state: dace.SDFGState, sdfg: dace.SDFG, uid: str, node: Any, sends: list, recvs: list
+) -> None:
+    count = symstr(sdfg.arrays["_neighbours"].shape[0], cpp_mode=True)
+    fields = node.field_count
+    lines = [
+        "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
+        f"__state->{uid}_count = 2 * {fields} * ({count});",
+        f"__state->{uid}_requests = new MPI_Request[__state->{uid}_count + 1];",
+        "int n = 0;",
+        f"for (int p = 0; p < {count}; ++p) {{",
+    ]
+    messages = [(r, "Recv", "recv_ptr") for r in recvs] + [(s, "Send", "send_ptr") for s in sends]
+    for (name, i, cell, size), kind, ptr in messages:
+        cells = symstr(cell, cpp_mode=True)
+        lines.append(
+            f"    MPI_{kind}_init(_{name} + {ptr}[p] * ({cells}), "
+            f"({ptr}[p + 1] - {ptr}[p]) * ({cells}) * {size}, MPI_BYTE, neighbours[p], "
+            f"{node.tag_base + i}, comm, &__state->{uid}_requests[n++]);"
+        )
+    lines.append("}")
+    init = "\n    ".join(lines)
+    code = f"""
+if (!__state->{uid}_ready) {{
+    {init}
+    __state->{uid}_ready = 1;
+}}
+MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
+"""
+    exit_code = f"""{{
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (__state->{uid}_ready) {{
+        if (!finalized)
+            for (int n = 0; n < __state->{uid}_count; ++n) MPI_Request_free(&__state->{uid}_requests[n]);
+        delete[] __state->{uid}_requests;
+    }}
+}}"""
+    # tasklet connectors must not be named like arrays: "comm_handle" reads "_comm"
+    plan_inputs = {"neighbours": "_neighbours", "send_ptr": "_send_ptr", "recv_ptr": "_recv_ptr"}
+    plan_inputs["comm_handle"] = "_comm"
+    tasklet = state.add_tasklet(
+        f"{uid}_mpi_start",
+        list(plan_inputs) + [f"_{name}" for name, *_ in sends],
+        [f"_{name}" for name, *_ in recvs],
+        code,
+        language=dtypes.Language.CPP,
+        side_effects=True,
+        state_fields=[
+            f"MPI_Request* {uid}_requests = nullptr;",
+            f"int {uid}_count = 0;",
+            f"int {uid}_ready = 0;",
+        ],
+        code_exit=exit_code,
+    )
+    for connector, name in plan_inputs.items():
+        connect_whole(state, sdfg, state.add_read(name), tasklet, connector)
+    packed = {n.data: n for n in state.data_nodes() if state.in_degree(n) > 0}
+    for name, *_ in sends:
+        connect_whole(state, sdfg, packed[name], tasklet, f"_{name}")
+    for name, *_ in recvs:
+        connect_whole(state, sdfg, tasklet, state.add_write(name), f"_{name}")
+
+
+def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, uid: str, recvs: list) -> None:
+    names = [name for name, *_ in recvs]
+    tasklet = state.add_tasklet(
+        f"{uid}_mpi_wait",
+        [f"_{n}_in" for n in names],
+        [f"_{n}" for n in names],
+        f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);",
+        language=dtypes.Language.CPP,
+        side_effects=True,
+    )
+    scattered = {n.data: n for n in state.data_nodes() if state.out_degree(n) > 0}
+    for name in names:  # the scatter maps read the buffer after the wait
+        connect_whole(state, sdfg, state.add_read(name), tasklet, f"_{name}_in")
+        connect_whole(state, sdfg, tasklet, scattered[name], f"_{name}")
