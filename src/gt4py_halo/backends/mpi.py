@@ -20,7 +20,11 @@ import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, Region
+from gt4py_halo.runtime.identity_cache import IdentityCache
 from gt4py_halo.runtime.packing import MessageBuffer, self_copies
+
+#: Field sets per message set whose bound copies are kept.
+BOUND_FIELD_SETS = 8
 
 
 class _Wire:
@@ -43,8 +47,8 @@ class _Wire:
 class MessageSet:
     """Buffers and persistent requests for exchanging one field signature with a plan.
 
-    The copies of an exchange are bound to the fields of the last call and reused while the
-    same arrays come again. A rank that is its own neighbour copies owned cells straight into
+    The copies of an exchange are bound to the fields of a call and reused when the same
+    arrays come again (a few field sets are remembered). A rank that is its own neighbour copies owned cells straight into
     its halo while its messages are in flight.
     """
 
@@ -81,21 +85,22 @@ class MessageSet:
                 self._unpacks.append(recv)
                 self._recv_wires.append(wire)
                 self._recv_requests.append(comm.Recv_init(wire.memory, neighbour.rank, tag))
-        self._bound_to: tuple[Any, ...] = ()
+        self._bound = IdentityCache(BOUND_FIELD_SETS)
 
     def _bind(self, arrays: Sequence[Any]) -> None:
-        if len(arrays) == len(self._bound_to) and all(
-            a is b for a, b in zip(arrays, self._bound_to)
-        ):
-            return
-        self._pack = [copy for b in self._packs for copy in b.pack_copies(arrays)]
-        self._unpack = [copy for b in self._unpacks for copy in b.unpack_copies(arrays)]
-        self._local = [
-            copy
-            for send, recv in self._self_regions
-            for copy in self_copies(send, recv, arrays, self._xp)
-        ]
-        self._bound_to = tuple(arrays)
+        bound = self._bound.get(None, arrays)
+        if bound is None:
+            bound = (
+                [copy for b in self._packs for copy in b.pack_copies(arrays)],
+                [copy for b in self._unpacks for copy in b.unpack_copies(arrays)],
+                [
+                    copy
+                    for send, recv in self._self_regions
+                    for copy in self_copies(send, recv, arrays, self._xp)
+                ],
+            )
+            self._bound.put(None, arrays, bound)
+        self._pack, self._unpack, self._local = bound
 
     def start(self, arrays: Sequence[Any]) -> None:
         self._bind(arrays)

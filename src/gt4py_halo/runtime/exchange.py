@@ -14,6 +14,10 @@ from gt4py_halo.backends import make_transport
 from gt4py_halo.config import configured_backend
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.fields import as_array, specs_of
+from gt4py_halo.runtime.identity_cache import IdentityCache
+
+#: Field sets per dim whose checks an exchange keeps.
+FIELD_SETS_REMEMBERED = 16
 
 
 class Exchange:
@@ -24,9 +28,8 @@ class Exchange:
         self.decomposition = decomposition
         self._transport = make_transport(name, decomposition)
         self.backend: str = self._transport.name
-        # per dim, the fields of the last call, checked: a model exchanges the same fields
-        # every step, and checking them again would cost more than the copies of a small halo
-        self._last_call: dict[str | None, tuple] = {}
+        # per dim, field sets already checked (a model exchanges the same few every step)
+        self._checked = IdentityCache(FIELD_SETS_REMEMBERED)
         self._compiled_data: Any = None
         #: ``ex.exchange(*fields, dim=None)``: fill the halos of ``fields`` from their owners,
         #: returning when all are written; inside a DaCe program, a ``HaloExchange`` node.
@@ -38,14 +41,14 @@ class Exchange:
         Until ``finish`` the fields' owned cells must not change and their halos must not be
         read. All fields travel together: one message per neighbour.
         """
-        last = self._last_call.get(dim)
-        if last is not None and _same_fields(fields, last):
-            _, plan, arrays, specs = last
+        checked = self._checked.get(dim, fields)
+        if checked is not None and _still_writeable(checked[1]):
+            plan, arrays, specs = checked
         else:
             plan = self.decomposition.plan(dim)
             arrays = _arrays(fields)
             specs = specs_of(plan, arrays)
-            self._last_call[dim] = (fields, plan, arrays, specs)
+            self._checked.put(dim, fields, (plan, arrays, specs))
         return ExchangeHandle(self._transport.start(plan, arrays, specs))
 
     def __repr__(self) -> str:
@@ -111,14 +114,9 @@ class ExchangeHandle:
             pending.wait()
 
 
-def _same_fields(fields: tuple[Any, ...], last: tuple) -> bool:
-    """The same objects as the last, checked call, none of them made read-only since."""
-    checked, _, arrays, _ = last
-    return (
-        len(fields) == len(checked)
-        and all(f is c for f, c in zip(fields, checked))
-        and all(a.flags.writeable for a in arrays if isinstance(a, np.ndarray))
-    )
+def _still_writeable(arrays: list[Any]) -> bool:
+    """Checked fields stay valid unless made read-only since (the one in-place change)."""
+    return all(a.flags.writeable for a in arrays if isinstance(a, np.ndarray))
 
 
 def _arrays(fields: tuple[Any, ...]) -> list[Any]:
