@@ -50,7 +50,6 @@ import argparse
 import dataclasses
 import datetime
 import gc
-import math
 import os
 import platform
 import sys
@@ -71,7 +70,8 @@ import gt4py.next as gtx
 import numpy as np
 from gt4py.next.program_processors.runners.dace import run_dace_cpu
 from mpi4py import MPI
-from runtime_exchange import HandWrittenExchange
+from runtime_exchange import CASES as EXCHANGE_CASES
+from runtime_exchange import Case, HandWrittenExchange, fmt_time, time_batch
 
 import gt4py_halo as gh
 from gt4py_halo.gt4py_support import compile_on_one_rank
@@ -286,27 +286,7 @@ def implementations(
 # --------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Case:
-    name: str
-    global_shape: tuple[int, int, int]
-    halo: tuple[int, int, int]
-    nfields: int
-
-    @property
-    def label(self) -> str:
-        shape = "x".join(map(str, self.global_shape))
-        halo = "(" + ",".join(map(str, self.halo)) + ")"
-        return f"{shape}, halo {halo}, {self.nfields} field{'s' if self.nfields > 1 else ''}"
-
-
-CASES = {
-    c.name: c
-    for c in (
-        Case("small", (32, 32, 8), (1, 1, 0), 1),
-        Case("large", (128, 128, 80), (3, 3, 0), 10),
-    )
-}
+CASES = {name: EXCHANGE_CASES[name] for name in ("small", "large")}
 VERIFY_ITERATIONS = 3
 
 
@@ -347,14 +327,6 @@ def verify(case: Case, d: gh.CartesianDecomposition, compiled: dict[str, Callabl
         f"({2 * VERIFY_ITERATIONS} steps), all {2 * case.nfields} fields, halos included, "
         "on every rank"
     )
-
-
-def time_batch(run: Callable[[], None], batch: int) -> float:
-    MPI.COMM_WORLD.Barrier()
-    t0 = time.perf_counter()
-    for _ in range(batch):
-        run()
-    return (time.perf_counter() - t0) / batch
 
 
 def run_case(case: Case, repeats: int, sample_s: float) -> dict:
@@ -408,12 +380,6 @@ def run_case(case: Case, repeats: int, sample_s: float) -> dict:
         "samples": samples,
         "compile_s": compile_s,
     }
-
-
-def fmt_time(seconds: float) -> str:
-    if abs(seconds) < 1e-3 or math.isnan(seconds):
-        return f"{seconds * 1e6:.1f} us"
-    return f"{seconds * 1e3:.2f} ms"
 
 
 def report(results: Sequence[dict], repeats: int) -> str:

@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import datetime
 import gc
+import math
 import platform
 import sys
 import time
@@ -292,7 +293,7 @@ def run_case(case: Case, impls: Sequence[str], repeats: int, sample_s: float) ->
 
 
 def fmt_time(seconds: float) -> str:
-    if seconds < 1e-3:
+    if abs(seconds) < 1e-3 or math.isnan(seconds):
         return f"{seconds * 1e6:.1f} us"
     return f"{seconds * 1e3:.2f} ms"
 
