@@ -156,6 +156,10 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
 
     specs = {"c": ("cell", (4,), np.float32, "F"), "e": ("edge", (), np.float64, "C")}
     specs["e2"] = ("edge", (2,), np.int64, "C")
+    lowered = exchange_cells_and_edges.to_sdfg(
+        *(local_field(d, dim, lv, dt, order) for dim, lv, dt, order in specs.values())
+    )
+    assert not any(isinstance(n, dace.nodes.LibraryNode) for n, _ in lowered.all_nodes_recursive())
     for _ in range(2):  # the second call reuses the persistent requests
         fields = {
             k: local_field(d, dim, lv, dt, order) for k, (dim, lv, dt, order) in specs.items()

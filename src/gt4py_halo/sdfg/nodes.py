@@ -89,3 +89,7 @@ class UnstructuredHaloExchange(nodes.LibraryNode):
         super().__init__(name, inputs=fields + plan, outputs=fields, **kwargs)
         self.field_count = field_count
         self.tag_base = tag_base
+
+
+#: Every exchange node type: what ``lower_halo_exchanges`` expands.
+EXCHANGE_NODES = (HaloExchange, UnstructuredHaloExchange)

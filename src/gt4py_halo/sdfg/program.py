@@ -6,7 +6,7 @@ The pipeline reads like gt4py's own workflow, one step after the other:
    ``ex.exchange`` calls (``HaloExchange`` nodes) become nested SDFGs. Array arguments get
    symbolic shapes and strides, so one SDFG serves every rank whatever its block size;
 2. inline: ``simplify`` inlines the nested SDFGs into one graph;
-3. lower: each ``HaloExchange`` node is expanded with its transport (``node.implementation``);
+3. lower: each exchange node is expanded with its transport (``node.implementation``);
 4. simplify again, then compile on one rank and load on all (``build_once``).
 
 Compiled steps are kept per argument signature (dtypes and ranks of arrays, types of
@@ -29,7 +29,7 @@ from mpi4py import MPI
 from gt4py_halo.build_once import build_on_root
 from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX, PlanArray, length_symbol
 from gt4py_halo.sdfg.mpi_expansion import HOST_TASKLET_SUFFIXES
-from gt4py_halo.sdfg.nodes import HaloExchange
+from gt4py_halo.sdfg.nodes import EXCHANGE_NODES
 
 log = logging.getLogger(__name__)
 
@@ -161,11 +161,11 @@ def transform_for_gpu(sdfg: dace.SDFG) -> None:
 
 
 def lower_halo_exchanges(sdfg: dace.SDFG) -> int:
-    """Expand every ``HaloExchange`` node with its implementation; return how many."""
+    """Expand every exchange node with its implementation; return how many."""
     found = [
         (node, state)
         for node, state in sdfg.all_nodes_recursive()
-        if isinstance(node, HaloExchange)
+        if isinstance(node, EXCHANGE_NODES)
     ]
     for node, state in found:
         node.expand(state, node.implementation)
