@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import gc
 import os
 import platform
 import sys
@@ -71,7 +70,13 @@ import numpy as np
 from gt4py.next.program_processors.runners.dace import run_dace_cpu
 from mpi4py import MPI
 from runtime_exchange import CASES as EXCHANGE_CASES
-from runtime_exchange import Case, HandWrittenExchange, fmt_time, time_batch
+from runtime_exchange import (
+    Case,
+    HandWrittenExchange,
+    fmt_time,
+    interleaved_samples,
+    time_batch,
+)
 
 import gt4py_halo as gh
 from gt4py_halo.gt4py_support import compile_on_one_rank
@@ -350,7 +355,6 @@ def run_case(case: Case, repeats: int, sample_s: float) -> dict:
 
     fields = initial_fields(d, case.nfields)  # the same fields for every implementation
     impls = implementations(d, fields, compiled)
-    names = list(impls)
     for run in impls.values():  # warm up: caches, first touch, MPI connections
         for _ in range(3):
             run()
@@ -360,18 +364,8 @@ def run_case(case: Case, repeats: int, sample_s: float) -> dict:
         probe = comm.allreduce(float(np.median([time_batch(run, 1) for _ in range(3)])), op=MPI.MAX)
         batch[name] = max(1, min(500, round(sample_s / probe)))
 
-    samples = {name: np.empty(repeats) for name in names}
-    gc.collect()
-    gc.disable()
-    try:
-        for r in range(repeats):
-            order = names[r % len(names) :] + names[: r % len(names)]
-            for name in order:
-                samples[name][r] = time_batch(impls[name], batch[name]) / 2  # per step
-    finally:
-        gc.enable()
-    for name in names:  # a sample lasts as long as its slowest rank
-        comm.Allreduce(MPI.IN_PLACE, samples[name], op=MPI.MAX)
+    per_iteration = interleaved_samples(comm, impls, batch, repeats)
+    samples = {name: t / 2 for name, t in per_iteration.items()}  # per step
     return {
         "case": case,
         "proc_grid": d.proc_grid,

@@ -254,6 +254,29 @@ def time_batch(exchange: Callable[[], None], batch: int) -> float:
     return (time.perf_counter() - t0) / batch
 
 
+def interleaved_samples(
+    comm: MPI.Comm, runs: dict[str, Callable[[], None]], batch: dict[str, int], repeats: int
+) -> dict[str, np.ndarray]:
+    """Seconds per run of each implementation: ``repeats`` samples, slowest rank's time.
+
+    Implementations take turns sample by sample, rotating who goes first, so a noisy stretch
+    of a shared machine hits all alike; a sample is a batch of back-to-back runs.
+    """
+    names = list(runs)
+    samples = {name: np.empty(repeats) for name in names}
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(repeats):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                samples[name][r] = time_batch(runs[name], batch[name])
+    finally:
+        gc.enable()
+    for name in names:  # a sample lasts as long as its slowest rank
+        comm.Allreduce(MPI.IN_PLACE, samples[name], op=MPI.MAX)
+    return samples
+
+
 def run_case(case: Case, impls: Sequence[str], repeats: int, sample_s: float) -> dict:
     comm = MPI.COMM_WORLD
     d = gh.CartesianDecomposition(case.global_shape, halo=case.halo, periodic=True)
@@ -270,19 +293,7 @@ def run_case(case: Case, impls: Sequence[str], repeats: int, sample_s: float) ->
     )
     batch = max(1, min(1000, round(sample_s / probe)))
 
-    samples = {name: np.empty(repeats) for name in impls}
-    gc.collect()
-    gc.disable()
-    try:
-        for r in range(repeats):
-            # round-robin, rotating who goes first so no implementation always follows another
-            order = impls[r % len(impls) :] + impls[: r % len(impls)]
-            for name in order:
-                samples[name][r] = time_batch(exchanges[name], batch)
-    finally:
-        gc.enable()
-    for name in impls:  # a sample lasts as long as its slowest rank
-        comm.Allreduce(MPI.IN_PLACE, samples[name], op=MPI.MAX)
+    samples = interleaved_samples(comm, exchanges, dict.fromkeys(impls, batch), repeats)
     return {
         "case": case,
         "proc_grid": d.proc_grid,
