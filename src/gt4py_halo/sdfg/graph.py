@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import dace
+from dace import dtypes
 
 
 def connect_whole(
@@ -24,3 +25,16 @@ def connect_whole(
     else:
         src.out_connectors[connector] = dace.pointer(desc.dtype)
         state.add_edge(src, connector, dst, None, memlet)
+
+
+def add_persistent(sdfg: dace.SDFG, name: str, shape: Any, dtype: Any, device: bool = False) -> str:
+    """A transient allocated once per program: its address stays fixed for MPI requests."""
+    sdfg.add_array(
+        name,
+        shape,
+        dtype,
+        transient=True,
+        lifetime=dtypes.AllocationLifetime.Persistent,
+        storage=dtypes.StorageType.GPU_Global if device else dtypes.StorageType.CPU_Heap,
+    )
+    return name

@@ -41,7 +41,7 @@ from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.decomposition.cartesian import direction_box
-from gt4py_halo.sdfg.graph import connect_whole
+from gt4py_halo.sdfg.graph import add_persistent, connect_whole
 
 
 @dace.library.expansion
@@ -78,8 +78,8 @@ class _Lowering:
         self.kernel_peers = "_peers"
         if self.gpu:  # the unpack kernels read the neighbour ranks from device memory
             peers = self.sdfg.arrays["_peers"]
-            self.kernel_peers = self._persistent(
-                f"{self.uid}_peers", peers.shape, peers.dtype, True
+            self.kernel_peers = add_persistent(
+                self.sdfg, f"{self.uid}_peers", peers.shape, peers.dtype, True
             )
             pack.add_nedge(
                 pack.add_read("_peers"),
@@ -99,18 +99,6 @@ class _Lowering:
         self.sdfg.add_datadesc(name, desc)
         return desc
 
-    def _persistent(self, name: str, shape: Any, dtype: Any, device: bool) -> str:
-        """A transient allocated once per program: its address stays fixed for MPI."""
-        self.sdfg.add_array(
-            name,
-            shape,
-            dtype,
-            transient=True,
-            lifetime=dtypes.AllocationLifetime.Persistent,
-            storage=dtypes.StorageType.GPU_Global if device else dtypes.StorageType.CPU_Heap,
-        )
-        return name
-
     def _box(self, field: int, direction: tuple[int, ...], sending: bool) -> list[tuple[Any, Any]]:
         shape = self.fields[field].shape
         owned = [shape[k] - lo - hi for k, (lo, hi) in enumerate(self.halo)]
@@ -127,7 +115,7 @@ class _Lowering:
         levels = list(desc.shape[self.ndim :])
         shape = [b - a for a, b in bounds] + levels
         name = f"{self.uid}_{'s' if sending else 'r'}buf_{i}_{k}"
-        self._persistent(name, shape, desc.dtype, self.gpu)
+        add_persistent(self.sdfg, name, shape, desc.dtype, self.gpu)
         (self.sends if sending else self.recvs).append(
             (name, i, k, math.prod(shape) * desc.dtype.bytes)
         )

@@ -23,7 +23,7 @@ from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.errors import FieldError
-from gt4py_halo.sdfg.graph import connect_whole
+from gt4py_halo.sdfg.graph import add_persistent, connect_whole
 
 
 @dace.library.expansion
@@ -54,14 +54,7 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
             for buffers, kind, move in ((sends, "send", pack), (recvs, "recv", unpack)):
                 count = sdfg.arrays[f"_{kind}_idx"].shape[0]
                 name = f"{uid}_{kind}buf_{i}"
-                sdfg.add_array(
-                    name,
-                    [count] + levels,
-                    field.dtype,
-                    transient=True,
-                    lifetime=dtypes.AllocationLifetime.Persistent,
-                    storage=dtypes.StorageType.CPU_Heap,
-                )
+                add_persistent(sdfg, name, [count] + levels, field.dtype)
                 buffers.append((name, i, math.prod(levels) if levels else 1, field.dtype.bytes))
                 _add_indirect_copy(move, i, name, kind, count, field)
         _add_start(pack, sdfg, uid, node, sends, recvs)
