@@ -6,6 +6,9 @@ VENV      := .venv
 BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 NP        ?= 2
+# optional dependencies installed: nvcc (CUDA 13 compiler wheels, ~350 MB) lets the tests
+# compile the generated GPU code; `make install EXTRAS=test` into a fresh venv leaves it out
+EXTRAS    ?= test,nvcc
 # bundled MPICH on PATH; one OpenMP thread per rank (2 per rank made stencils 200x slower
 # on a 2-core machine); gt4py's persistent cache so each program compiles once
 RUN_ENV   := PATH="$(CURDIR)/$(BIN):$$PATH" OMP_NUM_THREADS=1 \
@@ -23,7 +26,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	tools/check-system-deps.sh
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q "mpich>=4.2" "mpi4py>=4.1"
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[test]"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	touch $@
 
 demo: $(STAMP)

@@ -25,17 +25,31 @@ CALLS = 4  # two diffusion steps per call
 
 
 def make_step(diffusion: ModuleType, ex: gh.Exchange, comm: MPI.Comm):
-    """Two diffusion steps, each exchanging the halo its stencil reads."""
+    """Two diffusion steps, each exchanging the halo its stencil reads: the first blocking,
+    the second split, with a stencil on other fields while its messages travel."""
     stencil = diffusion.diffusion_step
 
     @gh.program(comm=comm)
-    def two_steps(u, v, i0, i1, j0, j1):  # types come from the arguments of a call
+    def two_steps(u, v, w, i0, i1, j0, j1):  # types come from the arguments of a call
         ex.exchange(u)
         stencil(u, v, i0, i1, j0, j1)
-        ex.exchange(v)
+        h = ex.start(v)
+        stencil(u, w, i0, i1, j0, j1)  # neither writes v nor reads its halo
+        h.finish()
         stencil(v, u, i0, i1, j0, j1)
 
     return two_steps
+
+
+def run_from_python(diffusion: ModuleType, ex: gh.Exchange, u, v, w, *bounds) -> None:
+    """``two_steps`` the icon4py way: compiled stencils and runtime exchanges, from Python."""
+    stencil = diffusion.diffusion_step
+    ex.exchange(u)
+    stencil(u, v, *bounds)
+    h = ex.start(v)
+    stencil(u, w, *bounds)
+    h.finish()
+    stencil(v, u, *bounds)
 
 
 def initial_fields(diffusion: ModuleType, d: gh.CartesianDecomposition):
@@ -43,7 +57,8 @@ def initial_fields(diffusion: ModuleType, d: gh.CartesianDecomposition):
     u = np.zeros(d.allocated_shape)
     u[d.owned] = diffusion.initial_condition(i, j)
     I, J = diffusion.I, diffusion.J
-    return gtx.as_field([I, J], u), gtx.as_field([I, J], np.zeros(d.allocated_shape))
+    fields = [u, np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)]
+    return [gtx.as_field([I, J], f) for f in fields]
 
 
 def bounds(d: gh.CartesianDecomposition) -> list:
@@ -52,23 +67,22 @@ def bounds(d: gh.CartesianDecomposition) -> list:
 
 def run_compiled(diffusion: ModuleType, d: gh.CartesianDecomposition, comm: MPI.Comm):
     step = make_step(diffusion, gh.make_exchange(d), comm)
-    u, v = initial_fields(diffusion, d)
+    u, v, w = initial_fields(diffusion, d)
     for _ in range(CALLS):
-        step(u, v, *bounds(d))
-    return u.asnumpy()
+        step(u, v, w, *bounds(d))
+    return u.asnumpy(), w.asnumpy()
 
 
 def test_compiled_step_equals_runtime_path_and_single_rank(diffusion: ModuleType, comm) -> None:
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    compiled = run_compiled(diffusion, d, comm)
+    compiled, compiled_w = run_compiled(diffusion, d, comm)
 
     ex = gh.make_exchange(d)
-    u, v = initial_fields(diffusion, d)
+    u, v, w = initial_fields(diffusion, d)
     for _ in range(CALLS):
-        for a, b in ((u, v), (v, u)):
-            ex.exchange(a)
-            diffusion.diffusion_step(a, b, *bounds(d))
+        run_from_python(diffusion, ex, u, v, w, *bounds(d))
     np.testing.assert_array_equal(compiled, u.asnumpy())  # halos included
+    np.testing.assert_array_equal(compiled_w, w.asnumpy())
 
     blocks = comm.gather((d.global_slices, compiled[d.owned]), root=0)
     equal = None
@@ -77,7 +91,7 @@ def test_compiled_step_equals_runtime_path_and_single_rank(diffusion: ModuleType
         for slices, block in blocks:
             gathered[slices] = block
         single = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=MPI.COMM_SELF)
-        alone = run_compiled(diffusion, single, MPI.COMM_SELF)
+        alone, _ = run_compiled(diffusion, single, MPI.COMM_SELF)
         equal = bool(np.array_equal(gathered, alone[single.owned]))
     assert comm.bcast(equal, root=0), "gathered compiled result differs from one rank alone"
 
@@ -103,12 +117,13 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
 def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
     step = make_step(diffusion, gh.make_exchange(d), comm)
-    u, v = initial_fields(diffusion, d)
-    args = (u, v, *bounds(d))
+    args = (*initial_fields(diffusion, d), *bounds(d))
 
     parsed = step.to_sdfg(*args, lowered=False)
     exchanges = [n for n, _ in parsed.all_nodes_recursive() if isinstance(n, HaloExchange)]
-    assert len(exchanges) == 2
+    assert sorted(n.phase for n in exchanges) == ["exchange", "finish", "start"]
+    start, finish = sorted((n for n in exchanges if n.phase != "exchange"), key=lambda n: n.phase)
+    assert start.uid == finish.uid, "a split pair must share its requests and buffers"
 
     lowered = step.to_sdfg(*args)
     nodes = [n for n, _ in lowered.all_nodes_recursive()]
@@ -143,7 +158,8 @@ def test_compiled_exchange_on_the_gpu(comm) -> None:
 
 
 def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
-    """A mesh scattered by random partitions, halos in shuffled order, two dims in one step."""
+    """A mesh scattered by random partitions, halos in shuffled order, two dims in one step,
+    one of them split around the other."""
     from test_unstructured_exchange import local_field, random_mesh, values
 
     d = gh.UnstructuredDecomposition(random_mesh(comm, seed=13))
@@ -151,8 +167,9 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
 
     @gh.program(comm=comm)
     def exchange_cells_and_edges(c, e, e2):
+        h = ex.start(e, e2, dim="edge")
         ex.exchange(c, dim="cell")
-        ex.exchange(e, e2, dim="edge")
+        h.finish()
 
     specs = {"c": ("cell", (4,), np.float32, "F"), "e": ("edge", (), np.float64, "C")}
     specs["e2"] = ("edge", (2,), np.int64, "C")
@@ -168,3 +185,25 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
         for key, (dim, levels, dtype, _) in specs.items():
             expected = values(np.concatenate([d.owned_gids[dim], d.halo_gids[dim]]), levels, dtype)
             np.testing.assert_array_equal(fields[key], expected)
+
+
+def test_split_phase_misuse_is_a_clear_error(comm) -> None:
+    """A start never finished, or finished twice, is refused when the step is parsed."""
+    d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def never_finished(a):
+        ex.start(a)
+
+    @gh.program(comm=comm)
+    def finished_twice(a):
+        h = ex.start(a)
+        h.finish()
+        h.finish()
+
+    a = np.zeros(d.allocated_shape)
+    with pytest.raises(ValueError, match="started .* but never finished"):
+        never_finished(a)
+    with pytest.raises(Exception, match="finish\\(\\) called twice"):
+        finished_twice(a)

@@ -1,25 +1,38 @@
-"""The CUDA code of a compiled step, checked without a GPU: generated, not run.
+"""The CUDA code of a compiled step, checked without a GPU: generated and compiled, not run.
 
 Pack and unpack maps must become kernels, MPI calls must stay on the host, nothing may
 synchronize the whole device, and the host may wait for the stream once per exchange (the
 wait standard MPI needs before sending), plus once when the step returns to Python.
+
+Where nvcc is installed (the ``nvcc`` extra: NVIDIA's CUDA 13 compiler wheels from PyPI, or
+a CUDA toolkit on ``PATH``), DaCe's own CMake build also compiles and links the step; it
+needs no GPU and no driver.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import json
 import re
+import shlex
+import shutil
+from pathlib import Path
 
 import dace
 import numpy as np
 import pytest
+from dace.codegen.exceptions import CompilationError, CompilerConfigurationError
 
 import gt4py_halo as gh
+from gt4py_halo.sdfg.program import codegen_config
 
 EXCHANGES = 2
+CUDA_ARCH = "90"  # any architecture nvcc knows: nothing runs
 
 
 @pytest.fixture(scope="module")
-def generated():
+def sdfg():
     d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)
     ex = gh.make_exchange(d)
 
@@ -28,10 +41,17 @@ def generated():
         ex.exchange(a)
         for i, j in dace.map[1 : a.shape[0] - 1, 1 : a.shape[1] - 1]:
             b[i, j] = a[i + 1, j] + a[i - 1, j] + a[i, j + 1] + a[i, j - 1]
-        ex.exchange(b)
+        h = ex.start(b)  # split phase: nothing in between here, but a start/finish pair
+        h.finish()
 
     a = np.zeros(d.allocated_shape)
-    codes = step.to_sdfg(a, a.copy()).generate_code()
+    return step.to_sdfg(a, a.copy())
+
+
+@pytest.fixture(scope="module")
+def generated(sdfg):
+    with codegen_config("gpu"):
+        codes = sdfg.generate_code()
     host = next(c.clean_code for c in codes if c.language == "cpp" and "__program_" in c.clean_code)
     cuda = next(c.clean_code for c in codes if c.language == "cu")
     return host[host.index("void __program_") :], cuda
@@ -59,3 +79,62 @@ def test_one_stream_wait_per_exchange_and_no_device_wide_sync(generated):
     before_send = body.split("MPI_Startall(")
     for part in before_send[:-1]:
         assert part.rstrip().endswith("cudaStreamSynchronize(__dace_current_stream));")
+
+
+def cuda_toolkit() -> Path | None:
+    """The root of a CUDA toolkit: NVIDIA's PyPI wheels (``nvidia/cu13``), else nvcc on PATH."""
+    try:
+        import nvidia  # namespace package of nvidia-cuda-nvcc, nvidia-cuda-runtime, ...
+
+        roots = [Path(p) / "cu13" for p in nvidia.__path__]
+    except ImportError:
+        roots = []
+    if nvcc := shutil.which("nvcc"):
+        roots.append(Path(nvcc).resolve().parent.parent)
+    for root in roots:
+        if (root / "bin" / "nvcc").is_file() and (root / "include" / "cuda_runtime.h").is_file():
+            return root
+    return None
+
+
+def cmake_args(root: Path) -> str:
+    """Point CMake at this toolkit's nvcc. The wheel ships ``libcudart.so.13`` but not the
+    unversioned ``libcudart.so`` that CMake's FindCUDAToolkit looks for: name it."""
+    args = [f"-DCMAKE_CUDA_COMPILER={root / 'bin' / 'nvcc'}"]
+    versioned = sorted((root / "lib").glob("libcudart.so.*"))
+    if versioned and not (root / "lib" / "libcudart.so").exists():
+        args += [f"-DCUDA_CUDART={versioned[0]}", f"-DCUDA_cudart_LIBRARY={versioned[0]}"]
+    return shlex.join(args)
+
+
+def test_generated_code_compiles_with_nvcc(sdfg, tmp_path):
+    root = cuda_toolkit()
+    if root is None:
+        pytest.skip("no nvcc: pip install -e '.[nvcc]' (NVIDIA's CUDA 13 wheels)")
+    build = copy.deepcopy(sdfg)
+    build.build_folder = str(tmp_path)
+    settings = {
+        ("compiler", "cuda", "backend"): "cuda",
+        ("compiler", "cuda", "path"): str(root),
+        ("compiler", "cuda", "cuda_arch"): CUDA_ARCH,
+        ("compiler", "extra_cmake_args"): cmake_args(root),
+    }
+    failure = None
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(codegen_config("gpu"))
+        for key, value in settings.items():
+            stack.enter_context(dace.config.set_temporary(*key, value=value))
+        try:
+            build.compile(return_program_handle=False)  # no GPU here: build, do not load
+        except (CompilationError, CompilerConfigurationError) as error:
+            failure = str(error)
+    if failure is not None:  # the compiler's errors, not its pages of warnings
+        errors = [line for line in failure.splitlines() if re.search(r"(?i)error|failed", line)]
+        pytest.fail("the generated code does not build:\n" + "\n".join(errors[:40]), pytrace=False)
+
+    commands = json.loads((tmp_path / "build" / "compile_commands.json").read_text())
+    cuda = [c for c in commands if c["file"].endswith(".cu")]
+    assert cuda and all(str(root / "bin" / "nvcc") in c["command"] for c in cuda)
+    assert f"arch=compute_{CUDA_ARCH}" in cuda[0]["command"]
+    assert any(c["file"].endswith(".cpp") for c in commands), "no host code compiled"
+    assert list((tmp_path / "build").glob(f"lib{build.name}.so")), "no library linked"

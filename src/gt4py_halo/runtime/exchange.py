@@ -2,6 +2,10 @@
 
 ``Exchange`` validates fields against the decomposition's plan, then hands arrays to the
 transport chosen at construction. Blocking ``exchange`` is ``start`` followed by ``finish``.
+
+Both are objects rather than methods: called from Python they exchange now; called inside a
+``@gh.program`` (or ``@dace.program``) DaCe turns them into exchange nodes through their
+``__sdfg__`` protocol (``sdfg/convertible.py``).
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ class Exchange:
         #: ``ex.exchange(*fields, dim=None)``: fill the halos of ``fields`` from their owners,
         #: returning when all are written; inside a DaCe program, a ``HaloExchange`` node.
         self.exchange = BlockingExchange(self)
+        #: ``h = ex.start(*fields, dim=None)``: post the exchange and return at once; the
+        #: halos are written by ``h.finish()``. Inside a DaCe program, a start/finish node pair.
+        self.start = SplitExchange(self)
 
-    def start(self, *fields: Any, dim: str | None = None) -> ExchangeHandle:
+    def _start(self, fields: tuple[Any, ...], dim: str | None) -> ExchangeHandle:
         """Post the exchange of ``fields`` and return at once.
 
         Until ``finish`` the fields' owned cells must not change and their halos must not be
@@ -55,24 +62,22 @@ class Exchange:
         return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"
 
 
-class BlockingExchange:
-    """``ex.exchange``: a call from Python exchanges now; DaCe turns a call into a graph node.
+class _CompiledCall:
+    """An exchange call DaCe can compile: DaCe's ``__sdfg__`` protocol over one ``Exchange``.
 
-    Implements DaCe's ``__sdfg__`` protocol, so ``ex.exchange(u, v)`` inside ``@gh.program``
-    or ``@dace.program`` becomes one ``HaloExchange`` node reading and writing ``u`` and ``v``.
+    The SDFG holds one exchange node of ``PHASE``; the closure is the rank's plan data.
     """
+
+    PHASE = "exchange"
 
     def __init__(self, exchange: Exchange) -> None:
         self._exchange = exchange
-
-    def __call__(self, *fields: Any, dim: str | None = None) -> None:
-        self._exchange.start(*fields, dim=dim).finish()
 
     def __sdfg__(self, *descriptors: Any, dim: str | None = None) -> Any:
         from gt4py_halo.sdfg.convertible import exchange_sdfg
 
         dim = getattr(dim, "value", dim)  # DaCe passes string constants as StringLiteral
-        return exchange_sdfg(self._data(), dim, descriptors)
+        return exchange_sdfg(self._data(), dim, descriptors, self.PHASE)
 
     def __sdfg_signature__(self) -> tuple[list[str], list[str]]:
         from gt4py_halo.sdfg.convertible import field_names
@@ -95,6 +100,30 @@ class BlockingExchange:
         if exchange._compiled_data is None:
             exchange._compiled_data = CompiledExchangeData(exchange.decomposition)
         return exchange._compiled_data
+
+
+class BlockingExchange(_CompiledCall):
+    """``ex.exchange``: a call from Python exchanges now; DaCe turns a call into a graph node.
+
+    ``ex.exchange(u, v)`` inside ``@gh.program`` or ``@dace.program`` becomes one
+    ``HaloExchange`` node reading and writing ``u`` and ``v``.
+    """
+
+    def __call__(self, *fields: Any, dim: str | None = None) -> None:
+        self._exchange._start(fields, dim).finish()
+
+
+class SplitExchange(_CompiledCall):
+    """``ex.start``: from Python, posts the exchange and returns its ``ExchangeHandle``.
+
+    Inside a compiled step, ``h = ex.start(v)`` becomes a start node returning a token and
+    ``h.finish()`` the matching finish node (``sdfg/split_phase.py``).
+    """
+
+    PHASE = "start"
+
+    def __call__(self, *fields: Any, dim: str | None = None) -> ExchangeHandle:
+        return self._exchange._start(fields, dim)
 
 
 class ExchangeHandle:

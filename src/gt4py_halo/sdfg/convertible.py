@@ -24,6 +24,8 @@ from mpi4py import MPI
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError
 from gt4py_halo.sdfg.nodes import HaloExchange, UnstructuredHaloExchange
+from gt4py_halo.sdfg.phases import TOKEN
+from gt4py_halo.sdfg.split_phase import ExchangeToken
 
 #: Names of the program arguments that carry a rank's plan data start so.
 CLOSURE_PREFIX = "__halo_"
@@ -123,8 +125,14 @@ class CompiledExchangeData:
         return closure
 
 
-def exchange_sdfg(data: CompiledExchangeData, dim: str | None, descriptors: tuple) -> dace.SDFG:
-    """A one-state SDFG exchanging the halos of fields with the given descriptors."""
+def exchange_sdfg(
+    data: CompiledExchangeData, dim: str | None, descriptors: tuple, phase: str = "exchange"
+) -> dace.SDFG:
+    """A one-state SDFG exchanging the halos of fields with the given descriptors.
+
+    ``phase="start"``: the SDFG starts the exchange and returns a token (``__return``, an
+    ``ExchangeToken``), on which the step calls ``finish()`` (``split_phase.py``).
+    """
     plan = data.decomposition.plan(dim)
     if not 1 <= len(descriptors) <= MAX_FIELDS:
         raise FieldError(
@@ -145,6 +153,7 @@ def exchange_sdfg(data: CompiledExchangeData, dim: str | None, descriptors: tupl
             directions=directions,
             field_count=len(descriptors),
             tag_base=data.allocate_tags(len(directions) * len(descriptors)),
+            phase=phase,
         )
         plan_arrays = {"_peers": "peers"}
     else:
@@ -152,10 +161,12 @@ def exchange_sdfg(data: CompiledExchangeData, dim: str | None, descriptors: tupl
             f"halo_exchange_{plan.name}",
             field_count=len(descriptors),
             tag_base=data.allocate_tags(len(descriptors)),
+            phase=phase,
         )
         plan_arrays = {f"_{w}": w for w in UnstructuredHaloExchange.PLAN_ARRAYS}
-    sdfg = dace.SDFG(f"exchange_{plan.name}_{node.tag_base}")
-    state = sdfg.add_state("exchange")
+    node.uid = f"{data.prefix.removeprefix('__')}{node.tag_base}"
+    sdfg = dace.SDFG(f"{phase}_{plan.name}_{node.uid}")
+    state = sdfg.add_state(phase)
     state.add_node(node)
     names = field_names(len(descriptors))
     for i, (name, desc) in enumerate(zip(names, descriptors)):
@@ -163,7 +174,11 @@ def exchange_sdfg(data: CompiledExchangeData, dim: str | None, descriptors: tupl
         desc.transient = False
         sdfg.add_datadesc(name, desc)
         state.add_edge(state.add_read(name), None, node, f"_f{i}", _whole(name, desc))
-        state.add_edge(node, f"_f{i}", state.add_write(name), None, _whole(name, desc))
+        if phase != "start":
+            state.add_edge(node, f"_f{i}", state.add_write(name), None, _whole(name, desc))
+    if phase == "start":
+        token = sdfg.add_datadesc("__return", ExchangeToken())
+        state.add_edge(node, TOKEN, state.add_write(token), None, _whole(token, sdfg.arrays[token]))
     connectors = {c: data._name(plan, what) for c, what in plan_arrays.items()}
     connectors["_comm"] = f"{data.prefix}comm"
     for connector, name in connectors.items():

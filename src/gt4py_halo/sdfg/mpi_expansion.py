@@ -31,17 +31,19 @@ tasklet's copies back need none. The MPI tasklets are labelled ``*_mpi_start`` /
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, ClassVar
 
 import dace
 from dace import dtypes
-from dace.libraries.mpi.environments.mpi import MPI as MpiEnvironment
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.decomposition.cartesian import direction_box
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole
+from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
+from gt4py_halo.sdfg.phases import TOKEN, packs, unpacks
 
 
 @dace.library.expansion
@@ -54,44 +56,105 @@ class ExpandHaloExchangeMPI(ExpandTransformation):
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
         return _Lowering(node, parent_state, parent_sdfg).sdfg
 
+    @staticmethod
+    def receive_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any]]:
+        """(name, shape, dtype) of the buffers a split pair shares; ``outer``: connector ->
+        descriptor of the node's arguments."""
+        fields = [outer[f"_f{i}"] for i in range(node.field_count)]
+        return [(m.name, m.shape, m.dtype) for m in _messages(node, fields, sending=False)]
+
 
 #: Label endings of the tasklets that call MPI: they must run on the host.
 HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait")
 
 
+@dataclasses.dataclass(frozen=True)
+class _Message:
+    """One message buffer: a field's box towards (from) one direction."""
+
+    name: str
+    field: int
+    direction: int
+    bounds: list[tuple[Any, Any]]
+    shape: list[Any]
+    dtype: Any
+
+    @property
+    def nbytes(self) -> Any:
+        return math.prod(self.shape) * self.dtype.bytes
+
+
+def _messages(node: Any, fields: list[Any], sending: bool) -> list[_Message]:
+    """The messages ``node`` sends (receives), one per field and direction with cells in it.
+
+    Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
+    runtime plan is built from); along a direction, widths are halo widths (ints), across it
+    owned sizes (> 0), so an empty box is known when the node is lowered.
+    """
+    halo = node.halo_widths
+    ndim = len(halo)
+    messages = []
+    for i, desc in enumerate(fields):
+        owned = [desc.shape[k] - lo - hi for k, (lo, hi) in enumerate(halo)]
+        levels = list(desc.shape[ndim:])
+        for k, direction in enumerate(node.direction_offsets):
+            bounds = direction_box(owned, halo, direction, sending)
+            if any(d != 0 and b - a == 0 for d, (a, b) in zip(direction, bounds)):
+                continue
+            kind = "s" if sending else "r"
+            shape = [b - a for a, b in bounds] + levels
+            name = f"{node.uid}_{kind}buf_{i}_{k}"
+            messages.append(_Message(name, i, k, bounds, shape, desc.dtype))
+    return messages
+
+
 class _Lowering:
     def __init__(self, node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> None:
         self.node = node
-        self.uid = f"halo{node.tag_base}"
-        self.sdfg = dace.SDFG(f"{self.uid}_exchange")
-        self.halo = node.halo_widths
-        self.ndim = len(self.halo)
+        self.uid = node.uid
+        self.sdfg = dace.SDFG(f"{self.uid}_{node.phase}")
+        self.ndim = len(node.halo_widths)
         outer = {e.dst_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.in_edges(node)}
+        outer.update(
+            {e.src_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.out_edges(node)}
+        )
         self.fields = [self._argument(f"_f{i}", outer) for i in range(node.field_count)]
         self._argument("_peers", outer)
         self._argument("_comm", outer)
         self.gpu = any(d.storage == dtypes.StorageType.GPU_Global for d in self.fields)
-        self.sends: list[tuple[str, int, int, int]] = []  # (buffer, field, direction, bytes)
-        self.recvs: list[tuple[str, int, int, int]] = []
-        pack = self.sdfg.add_state("pack")
-        unpack = self.sdfg.add_state_after(pack, "unpack")
+        self.sends = _messages(node, self.fields, sending=True)
+        self.recvs = _messages(node, self.fields, sending=False)
+        for message in self.recvs:  # a split pair's are the enclosing SDFG's (split_phase.py)
+            if message.name in outer:
+                self._argument(message.name, outer)
+            else:
+                add_persistent(self.sdfg, message.name, message.shape, message.dtype, self.gpu)
+        if TOKEN in outer:
+            self._argument(TOKEN, outer)
         self.kernel_peers = "_peers"
-        if self.gpu:  # the unpack kernels read the neighbour ranks from device memory
+        first = self.sdfg.add_state("begin")
+        if self.gpu and unpacks(node.phase):  # unpack kernels read the ranks on the device
             peers = self.sdfg.arrays["_peers"]
             self.kernel_peers = add_persistent(
                 self.sdfg, f"{self.uid}_peers", peers.shape, peers.dtype, True
             )
-            pack.add_nedge(
-                pack.add_read("_peers"),
-                pack.add_write(self.kernel_peers),
+            first.add_nedge(
+                first.add_read("_peers"),
+                first.add_write(self.kernel_peers),
                 dace.Memlet.from_array("_peers", peers),
             )
-        for i in range(node.field_count):
-            for k, direction in enumerate(node.direction_offsets):
-                self._add_copy(pack, i, k, direction, sending=True)
-                self._add_copy(unpack, i, k, direction, sending=False)
-        self._add_start(pack)
-        self._add_wait(unpack)
+        if packs(node.phase):
+            pack = self.sdfg.add_state_after(first, "pack")
+            for message in self.sends:
+                add_persistent(self.sdfg, message.name, message.shape, message.dtype, self.gpu)
+                self._add_copy(pack, message, sending=True)
+            self._add_start(pack)
+            first = pack
+        if unpacks(node.phase):
+            unpack = self.sdfg.add_state_after(first, "unpack")
+            for message in self.recvs:
+                self._add_copy(unpack, message, sending=False)
+            self._add_wait(unpack)
 
     def _argument(self, name: str, outer: dict[str, Any]) -> Any:
         desc = outer[name].clone()
@@ -99,26 +162,9 @@ class _Lowering:
         self.sdfg.add_datadesc(name, desc)
         return desc
 
-    def _box(self, field: int, direction: tuple[int, ...], sending: bool) -> list[tuple[Any, Any]]:
-        shape = self.fields[field].shape
-        owned = [shape[k] - lo - hi for k, (lo, hi) in enumerate(self.halo)]
-        return direction_box(owned, self.halo, direction, sending)
-
-    def _add_copy(
-        self, state: dace.SDFGState, i: int, k: int, direction: tuple[int, ...], sending: bool
-    ) -> None:
-        bounds = self._box(i, direction, sending)
-        # across a direction widths are halo widths (ints); along it, owned sizes (> 0)
-        if any(d != 0 and b - a == 0 for d, (a, b) in zip(direction, bounds)):
-            return
-        desc = self.fields[i]
-        levels = list(desc.shape[self.ndim :])
-        shape = [b - a for a, b in bounds] + levels
-        name = f"{self.uid}_{'s' if sending else 'r'}buf_{i}_{k}"
-        add_persistent(self.sdfg, name, shape, desc.dtype, self.gpu)
-        (self.sends if sending else self.recvs).append(
-            (name, i, k, math.prod(shape) * desc.dtype.bytes)
-        )
+    def _add_copy(self, state: dace.SDFGState, message: _Message, sending: bool) -> None:
+        i, k, bounds, name = message.field, message.direction, message.bounds, message.name
+        levels = message.shape[self.ndim :]
         params = [f"h{d}" for d in range(self.ndim)] + [f"l{d}" for d in range(len(levels))]
         ranges = {p: f"{symstr(a)}:{symstr(b)}" for p, (a, b) in zip(params, bounds)}
         ranges.update({p: f"0:{symstr(n)}" for p, n in zip(params[self.ndim :], levels)})
@@ -155,24 +201,24 @@ class _Lowering:
         index_of = {d: k for k, d in enumerate(offsets)}
         count = len(self.recvs) + len(self.sends)
         init = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);", "int n = 0;"]
-        for name, i, k, nbytes in self.recvs:
-            sender_direction = index_of[tuple(-o for o in offsets[k])]
-            init += self._allocate_mirror(name, nbytes)
+        for m in self.recvs:
+            sender_direction = index_of[tuple(-o for o in offsets[m.direction])]
+            init += self._allocate_mirror(m)
             init.append(
-                f"MPI_Recv_init({self._wire(name)}, {symstr(nbytes, cpp_mode=True)}, MPI_BYTE, "
-                f"peers[{k}] < 0 ? MPI_PROC_NULL : peers[{k}], "
-                f"{node.tag(sender_direction, i)}, comm, &__state->{uid}_requests[n++]);"
+                f"MPI_Recv_init({self._wire(m.name)}, {symstr(m.nbytes, cpp_mode=True)}, "
+                f"MPI_BYTE, {_peer(m)}, {node.tag(sender_direction, m.field)}, comm, "
+                f"&__state->{uid}_requests[n++]);"
             )
-        for name, i, k, nbytes in self.sends:
-            init += self._allocate_mirror(name, nbytes)
+        for m in self.sends:
+            init += self._allocate_mirror(m)
             init.append(
-                f"MPI_Send_init({self._wire(name)}, {symstr(nbytes, cpp_mode=True)}, MPI_BYTE, "
-                f"peers[{k}] < 0 ? MPI_PROC_NULL : peers[{k}], {node.tag(k, i)}, "
-                f"comm, &__state->{uid}_requests[n++]);"
+                f"MPI_Send_init({self._wire(m.name)}, {symstr(m.nbytes, cpp_mode=True)}, "
+                f"MPI_BYTE, {_peer(m)}, {node.tag(m.direction, m.field)}, comm, "
+                f"&__state->{uid}_requests[n++]);"
             )
         run = []
         if self.gpu:  # the packed messages to the host; MPI may only read them after this
-            run += [self._stage(name, nbytes, to_host=True) for name, _, _, nbytes in self.sends]
+            run += [self._stage(m, to_host=True) for m in self.sends]
             run.append("DACE_GPU_CHECK(cudaStreamSynchronize(__dace_current_stream));")
         run.append(f"MPI_Startall({count}, __state->{uid}_requests);")
         init_code = "\n    ".join(init)
@@ -183,7 +229,7 @@ if (!__state->{uid}_ready) {{
 }}
 """ + "\n".join(run)
         free_mirrors = "".join(
-            f" cudaFreeHost(__state->{uid}_{name}_host);" for name, *_ in self.recvs + self.sends
+            f" cudaFreeHost({self._wire(m.name)});" for m in self.recvs + self.sends
         )
         exit_code = f"""{{
     int finalized = 0;
@@ -194,13 +240,11 @@ if (!__state->{uid}_ready) {{
 }}"""
         fields = [f"MPI_Request {uid}_requests[{max(count, 1)}];", f"int {uid}_ready = 0;"]
         if self.gpu:
-            fields += [
-                f"char* {uid}_{name}_host = nullptr;" for name, *_ in self.recvs + self.sends
-            ]
+            fields += [f"char* {m.name}_host = nullptr;" for m in self.recvs + self.sends]
         tasklet = state.add_tasklet(
             f"{uid}_mpi_start",
-            ["peers", "comm_handle"] + [f"_{name}" for name, *_ in self.sends],
-            [f"_{name}" for name, *_ in self.recvs],
+            ["peers", "comm_handle"] + [f"_{m.name}" for m in self.sends],
+            [f"_{m.name}" for m in self.recvs] + ([TOKEN] if self.node.phase == "start" else []),
             code,
             language=dtypes.Language.CPP,
             side_effects=True,
@@ -211,21 +255,24 @@ if (!__state->{uid}_ready) {{
         for connector, name in (("peers", "_peers"), ("comm_handle", "_comm")):
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, connector)
         packed = {n.data: n for n in state.data_nodes() if state.in_degree(n) > 0}
-        for name, *_ in self.sends:
-            connect_whole(state, self.sdfg, packed[name], tasklet, f"_{name}")
-        for name, *_ in self.recvs:  # orders the wait after the start
-            connect_whole(state, self.sdfg, tasklet, state.add_write(name), f"_{name}")
+        for m in self.sends:
+            connect_whole(state, self.sdfg, packed[m.name], tasklet, f"_{m.name}")
+        for m in self.recvs:  # orders the wait after the start
+            connect_whole(state, self.sdfg, tasklet, state.add_write(m.name), f"_{m.name}")
+        if self.node.phase == "start":
+            connect_whole(state, self.sdfg, tasklet, state.add_write(TOKEN), TOKEN)
 
     def _add_wait(self, state: dace.SDFGState) -> None:
         uid = self.uid
         count = len(self.recvs) + len(self.sends)
         code = [f"MPI_Waitall({count}, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
         if self.gpu:  # received messages to the device, on the stream: no host wait
-            code += [self._stage(name, nbytes, to_host=False) for name, _, _, nbytes in self.recvs]
-        names = [name for name, *_ in self.recvs]
+            code += [self._stage(m, to_host=False) for m in self.recvs]
+        names = [m.name for m in self.recvs]
+        token = [TOKEN] if self.node.phase == "finish" else []
         tasklet = state.add_tasklet(
             f"{uid}_mpi_wait",
-            [f"_{n}_in" for n in names],
+            [f"_{n}_in" for n in names] + token,
             [f"_{n}" for n in names],
             "\n".join(code),
             language=dtypes.Language.CPP,
@@ -235,23 +282,30 @@ if (!__state->{uid}_ready) {{
         for name in names:  # the unpack maps read the buffer after the wait
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, f"_{name}_in")
             connect_whole(state, self.sdfg, tasklet, unpacked[name], f"_{name}")
+        if token:
+            connect_whole(state, self.sdfg, state.add_read(TOKEN), tasklet, TOKEN)
 
     def _wire(self, name: str) -> str:
         """What MPI reads or writes: the buffer, or on a GPU its pinned host mirror."""
-        return f"__state->{self.uid}_{name}_host" if self.gpu else f"_{name}"
+        return f"__state->{name}_host" if self.gpu else f"_{name}"
 
-    def _allocate_mirror(self, name: str, nbytes: Any) -> list[str]:
+    def _allocate_mirror(self, m: _Message) -> list[str]:
         if not self.gpu:
             return []
-        size = symstr(nbytes, cpp_mode=True)
-        return [f"DACE_GPU_CHECK(cudaMallocHost((void**)&{self._wire(name)}, {size}));"]
+        size = symstr(m.nbytes, cpp_mode=True)
+        return [f"DACE_GPU_CHECK(cudaMallocHost((void**)&{self._wire(m.name)}, {size}));"]
 
-    def _stage(self, name: str, nbytes: Any, to_host: bool) -> str:
-        size = symstr(nbytes, cpp_mode=True)
+    def _stage(self, m: _Message, to_host: bool) -> str:
+        size = symstr(m.nbytes, cpp_mode=True)
         if to_host:
-            dst, src, kind = self._wire(name), f"_{name}", "cudaMemcpyDeviceToHost"
+            dst, src, kind = self._wire(m.name), f"_{m.name}", "cudaMemcpyDeviceToHost"
         else:
-            dst, src, kind = f"_{name}", self._wire(name), "cudaMemcpyHostToDevice"
+            dst, src, kind = f"_{m.name}", self._wire(m.name), "cudaMemcpyHostToDevice"
         return (
             f"DACE_GPU_CHECK(cudaMemcpyAsync({dst}, {src}, {size}, {kind}, __dace_current_stream));"
         )
+
+
+def _peer(m: _Message) -> str:
+    """The rank a message goes to (comes from); none beyond a non-periodic boundary."""
+    return f"peers[{m.direction}] < 0 ? MPI_PROC_NULL : peers[{m.direction}]"

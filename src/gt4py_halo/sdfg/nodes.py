@@ -10,6 +10,12 @@ Everything a rank needs of its exchange plan that differs between ranks — the 
 neighbours and its communicator — comes in through two small integer arrays, ``_peers`` and
 ``_comm``; the node's properties (halo widths, directions, tags) are the same on every rank.
 So the code generated for it is the same on every rank, built by one and loaded by all.
+
+A split-phase exchange (``h = ex.start(v)`` ... ``h.finish()``) is a pair of nodes of the same
+type and ``uid``: ``phase="start"`` packs and posts (reads the fields, writes a token),
+``phase="finish"`` waits and unpacks (reads the token, reads and writes the fields). Lowering
+gives the pair receive buffers of the enclosing SDFG (``split_phase.connect_pairs``), so the
+messages the start posts are the ones the finish unpacks.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dace import properties
 from dace.sdfg import nodes
 
 from gt4py_halo.sdfg.mpi_expansion import ExpandHaloExchangeMPI
+from gt4py_halo.sdfg.phases import PHASES, phase_connectors
 from gt4py_halo.sdfg.unstructured_expansion import ExpandUnstructuredHaloExchangeMPI
 
 
@@ -36,6 +43,8 @@ class HaloExchange(nodes.LibraryNode):
     directions = properties.ListProperty(int, desc="exchange direction offsets, flattened")
     field_count = properties.Property(dtype=int, default=1, desc="number of fields")
     tag_base = properties.Property(dtype=int, default=0, desc="first message tag of this node")
+    uid = properties.Property(dtype=str, default="halo", desc="names this exchange's state")
+    phase = properties.Property(dtype=str, default="exchange", desc=f"one of {PHASES}")
 
     def __init__(
         self,
@@ -44,14 +53,18 @@ class HaloExchange(nodes.LibraryNode):
         directions: list[tuple[int, ...]] | None = None,
         field_count: int = 1,
         tag_base: int = 0,
+        uid: str = "halo",
+        phase: str = "exchange",
         **kwargs,
     ) -> None:
-        fields = [f"_f{i}" for i in range(field_count)]
-        super().__init__(name, inputs=fields + ["_peers", "_comm"], outputs=fields, **kwargs)
+        inputs, outputs = phase_connectors(phase, field_count, ["_peers", "_comm"])
+        super().__init__(name, inputs=inputs, outputs=outputs, **kwargs)
         self.halo = [w for side in halo or [] for w in side]
         self.directions = [o for d in directions or [] for o in d]
         self.field_count = field_count
         self.tag_base = tag_base
+        self.uid = uid
+        self.phase = phase
 
     @property
     def halo_widths(self) -> list[tuple[int, int]]:
@@ -82,13 +95,25 @@ class UnstructuredHaloExchange(nodes.LibraryNode):
 
     field_count = properties.Property(dtype=int, default=1, desc="number of fields")
     tag_base = properties.Property(dtype=int, default=0, desc="first message tag of this node")
+    uid = properties.Property(dtype=str, default="halo", desc="names this exchange's state")
+    phase = properties.Property(dtype=str, default="exchange", desc=f"one of {PHASES}")
 
-    def __init__(self, name: str, field_count: int = 1, tag_base: int = 0, **kwargs) -> None:
-        fields = [f"_f{i}" for i in range(field_count)]
+    def __init__(
+        self,
+        name: str,
+        field_count: int = 1,
+        tag_base: int = 0,
+        uid: str = "halo",
+        phase: str = "exchange",
+        **kwargs,
+    ) -> None:
         plan = [f"_{a}" for a in self.PLAN_ARRAYS] + ["_comm"]
-        super().__init__(name, inputs=fields + plan, outputs=fields, **kwargs)
+        inputs, outputs = phase_connectors(phase, field_count, plan)
+        super().__init__(name, inputs=inputs, outputs=outputs, **kwargs)
         self.field_count = field_count
         self.tag_base = tag_base
+        self.uid = uid
+        self.phase = phase
 
 
 #: Every exchange node type: what ``lower_halo_exchanges`` expands.

@@ -15,6 +15,7 @@ scalars): a step called with new shapes reuses its build.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable
@@ -27,9 +28,10 @@ from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
 from gt4py_halo.build_once import build_on_root
-from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX, PlanArray, length_symbol
+from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
 from gt4py_halo.sdfg.mpi_expansion import HOST_TASKLET_SUFFIXES
 from gt4py_halo.sdfg.nodes import EXCHANGE_NODES
+from gt4py_halo.sdfg.split_phase import check_all_finished, connect_pairs
 
 log = logging.getLogger(__name__)
 
@@ -91,23 +93,26 @@ class Program:
                     f"{self.__name__}: ranks parsed different SDFGs ({names}); a step must be "
                     "the same program on every rank, with the same exchanges in the same order"
                 )
-            compiled = build_on_root(
-                self._comm,
-                build=sdfg.compile,
-                share=lambda _: sdfg.build_folder,
-                load=load_precompiled_sdfg,
-            )
+            with codegen_config(self._device):
+                compiled = build_on_root(
+                    self._comm,
+                    build=sdfg.compile,
+                    share=lambda _: sdfg.build_folder,
+                    load=load_precompiled_sdfg,
+                )
             fixed = dict(self._dace_program.__sdfg_closure__())
             for value in list(fixed.values()):
-                if isinstance(value, PlanArray):  # lengths that differ between ranks
-                    fixed[str(length_symbol(value.name))] = len(value)
+                fixed.update(_closure_symbols(value))
             self._builds[key] = (compiled, fixed)
         return self._builds[key]
 
     def _parse(self, values: list[Any]) -> dace.SDFG:
         names = self._dace_program.argnames
         descriptors = [_symbolic_descriptor(n, v, self._device) for n, v in zip(names, values)]
-        return self._dace_program.to_sdfg(*descriptors, simplify=True)
+        sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)
+        check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
+        sdfg.simplify()
+        return sdfg
 
     def _lower(self, values: list[Any]) -> dace.SDFG:
         sdfg = self._parse(values)
@@ -136,6 +141,20 @@ def program(
     return Program(function, comm, device)
 
 
+def codegen_config(device: str) -> contextlib.AbstractContextManager:
+    """DaCe settings to generate a step's code under: on a GPU, everything on one stream.
+
+    GT4Py generates its programs for the default stream (``max_concurrent_streams = -1``, see
+    gt4py's ``workflow/common.py``), and so do we: pack kernels, the MPI tasklets' copies
+    and the one stream wait before ``MPI_Startall``, unpack kernels and the stencils between
+    stay in order on that stream. DaCe's own multi-stream scheduling would spread independent
+    unpack kernels over streams and wait for each of them at the end of the step.
+    """
+    if device != "gpu":
+        return contextlib.nullcontext()
+    return dace.config.set_temporary("compiler", "cuda", "max_concurrent_streams", value=-1)
+
+
 def transform_for_gpu(sdfg: dace.SDFG) -> None:
     """Offload the step to the GPU, keeping MPI and the data it touches on the host.
 
@@ -148,10 +167,11 @@ def transform_for_gpu(sdfg: dace.SDFG) -> None:
         for n, _ in sdfg.all_nodes_recursive()
         if isinstance(n, dace.nodes.Tasklet) and n.label.endswith(HOST_TASKLET_SUFFIXES)
     ]
+    host = (dace.StorageType.CPU_Pinned, dace.StorageType.CPU_Heap)  # chosen, not defaulted
     host_data = [
         name
         for name, desc in sdfg.arrays.items()
-        if desc.storage == dace.StorageType.CPU_Pinned or name.startswith(CLOSURE_PREFIX)
+        if desc.storage in host or name.startswith(CLOSURE_PREFIX)
     ]
     sdfg.apply_transformations(
         GPUTransformSDFG,
@@ -161,7 +181,11 @@ def transform_for_gpu(sdfg: dace.SDFG) -> None:
 
 
 def lower_halo_exchanges(sdfg: dace.SDFG) -> int:
-    """Expand every exchange node with its implementation; return how many."""
+    """Expand every exchange node with its implementation; return how many.
+
+    Split-phase pairs first get the receive buffers they share (``connect_pairs``).
+    """
+    pairs = connect_pairs(sdfg, EXCHANGE_NODES)
     found = [
         (node, state)
         for node, state in sdfg.all_nodes_recursive()
@@ -169,7 +193,12 @@ def lower_halo_exchanges(sdfg: dace.SDFG) -> int:
     ]
     for node, state in found:
         node.expand(state, node.implementation)
-    log.debug("lowered %d halo exchange node(s) of %s", len(found), sdfg.name)
+    log.debug(
+        "lowered %d halo exchange node(s) of %s, %d split-phase pair(s)",
+        len(found),
+        sdfg.name,
+        pairs,
+    )
     return len(found)
 
 
@@ -190,6 +219,25 @@ def _signature(value: Any) -> tuple:
     if hasattr(value, "ndim") and hasattr(value, "dtype"):
         return ("array", value.dtype.str, value.ndim)
     return ("scalar", type(value).__name__)
+
+
+def _closure_symbols(value: Any) -> dict[str, int]:
+    """This rank's values of the symbols in a closure array's sizes and strides.
+
+    Closure arrays whose sizes differ between ranks (plan data, GT4Py's neighbour tables)
+    describe themselves to DaCe (``__descriptor__``) with symbolic sizes and strides, so that
+    every rank parses the same SDFG; the compiled step gets the symbols' values at each call.
+    """
+    describe = getattr(value, "__descriptor__", None)
+    if describe is None:
+        return {}
+    desc = describe()
+    actual = (*value.shape, *(s // value.itemsize for s in value.strides))
+    return {
+        str(s): int(a)
+        for s, a in zip((*desc.shape, *desc.strides), actual)
+        if isinstance(s, dace.symbolic.symbol)
+    }
 
 
 def _symbolic_descriptor(name: str, value: Any, device: str) -> Any:

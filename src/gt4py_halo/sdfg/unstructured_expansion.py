@@ -18,12 +18,13 @@ from typing import Any, ClassVar
 
 import dace
 from dace import dtypes
-from dace.libraries.mpi.environments.mpi import MPI as MpiEnvironment
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.errors import FieldError
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole
+from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
+from gt4py_halo.sdfg.phases import TOKEN, packs, unpacks
 
 
 @dace.library.expansion
@@ -34,9 +35,12 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
 
     @staticmethod
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
-        uid = f"halo{node.tag_base}"
-        sdfg = dace.SDFG(f"{uid}_exchange")
+        uid = node.uid
+        sdfg = dace.SDFG(f"{uid}_{node.phase}")
         outer = {e.dst_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.in_edges(node)}
+        outer.update(
+            {e.src_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.out_edges(node)}
+        )
         for connector, desc in outer.items():
             desc = desc.clone()
             desc.transient = False
@@ -45,21 +49,44 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
                     "compiled unstructured exchanges of GPU fields are not supported yet"
                 )
             sdfg.add_datadesc(connector, desc)
-        pack = sdfg.add_state("pack")
-        unpack = sdfg.add_state_after(pack, "unpack")
-        sends, recvs = [], []
-        for i in range(node.field_count):
-            field = sdfg.arrays[f"_f{i}"]
-            levels = list(field.shape[1:])
-            for buffers, kind, move in ((sends, "send", pack), (recvs, "recv", unpack)):
-                count = sdfg.arrays[f"_{kind}_idx"].shape[0]
-                name = f"{uid}_{kind}buf_{i}"
-                add_persistent(sdfg, name, [count] + levels, field.dtype)
-                buffers.append((name, i, math.prod(levels) if levels else 1, field.dtype.bytes))
-                _add_indirect_copy(move, i, name, kind, count, field)
-        _add_start(pack, sdfg, uid, node, sends, recvs)
-        _add_wait(unpack, sdfg, uid, recvs)
+        fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
+        sends = _messages(node, fields, sdfg.arrays, "send")
+        recvs = _messages(node, fields, sdfg.arrays, "recv")
+        for name, shape, dtype, *_ in recvs:  # a split pair's are the enclosing SDFG's
+            if name not in sdfg.arrays:
+                add_persistent(sdfg, name, shape, dtype)
+        state = sdfg.add_state("begin")
+        if packs(node.phase):
+            state = sdfg.add_state_after(state, "pack")
+            for name, shape, dtype, i, _ in sends:
+                add_persistent(sdfg, name, shape, dtype)
+                _add_indirect_copy(state, i, name, "send", shape[0], fields[i])
+            _add_start(state, sdfg, node, sends, recvs)
+        if unpacks(node.phase):
+            state = sdfg.add_state_after(state, "unpack")
+            for name, shape, _, i, _ in recvs:
+                _add_indirect_copy(state, i, name, "recv", shape[0], fields[i])
+            _add_wait(state, sdfg, node, recvs)
         return sdfg
+
+    @staticmethod
+    def receive_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any]]:
+        """(name, shape, dtype) of the buffers a split pair shares; ``outer``: connector ->
+        descriptor of the node's arguments."""
+        fields = [outer[f"_f{i}"] for i in range(node.field_count)]
+        return [m[:3] for m in _messages(node, fields, outer, "recv")]
+
+
+def _messages(node: Any, fields: list, arrays: dict[str, Any], kind: str) -> list[tuple]:
+    """Per field, (buffer name, shape, dtype, field, elements per cell) of one direction
+    (``kind``: "send" or "recv"): all neighbours' cells back to back."""
+    count = arrays[f"_{kind}_idx"].shape[0]
+    messages = []
+    for i, field in enumerate(fields):
+        levels = list(field.shape[1:])
+        per_cell = math.prod(levels) if levels else 1
+        messages.append((f"{node.uid}_{kind}buf_{i}", [count] + levels, field.dtype, i, per_cell))
+    return messages
 
 
 def _add_indirect_copy(
@@ -93,9 +120,8 @@ def _add_indirect_copy(
         )
 
 
-def _add_start(
-    state: dace.SDFGState, sdfg: dace.SDFG, uid: str, node: Any, sends: list, recvs: list
-) -> None:
+def _add_start(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, sends: list, recvs: list) -> None:
+    uid = node.uid
     count = symstr(sdfg.arrays["_neighbours"].shape[0], cpp_mode=True)
     fields = node.field_count
     lines = [
@@ -106,11 +132,11 @@ def _add_start(
         f"for (int p = 0; p < {count}; ++p) {{",
     ]
     messages = [(r, "Recv", "recv_ptr") for r in recvs] + [(s, "Send", "send_ptr") for s in sends]
-    for (name, i, cell, size), kind, ptr in messages:
+    for (name, _, dtype, i, cell), kind, ptr in messages:
         cells = symstr(cell, cpp_mode=True)
         lines.append(
             f"    MPI_{kind}_init(_{name} + {ptr}[p] * ({cells}), "
-            f"({ptr}[p + 1] - {ptr}[p]) * ({cells}) * {size}, MPI_BYTE, neighbours[p], "
+            f"({ptr}[p + 1] - {ptr}[p]) * ({cells}) * {dtype.bytes}, MPI_BYTE, neighbours[p], "
             f"{node.tag_base + i}, comm, &__state->{uid}_requests[n++]);"
         )
     lines.append("}")
@@ -137,7 +163,7 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
     tasklet = state.add_tasklet(
         f"{uid}_mpi_start",
         list(plan_inputs) + [f"_{name}" for name, *_ in sends],
-        [f"_{name}" for name, *_ in recvs],
+        [f"_{name}" for name, *_ in recvs] + ([TOKEN] if node.phase == "start" else []),
         code,
         language=dtypes.Language.CPP,
         side_effects=True,
@@ -155,13 +181,17 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
         connect_whole(state, sdfg, packed[name], tasklet, f"_{name}")
     for name, *_ in recvs:
         connect_whole(state, sdfg, tasklet, state.add_write(name), f"_{name}")
+    if node.phase == "start":
+        connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN)
 
 
-def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, uid: str, recvs: list) -> None:
+def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list) -> None:
+    uid = node.uid
     names = [name for name, *_ in recvs]
+    token = [TOKEN] if node.phase == "finish" else []
     tasklet = state.add_tasklet(
         f"{uid}_mpi_wait",
-        [f"_{n}_in" for n in names],
+        [f"_{n}_in" for n in names] + token,
         [f"_{n}" for n in names],
         f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);",
         language=dtypes.Language.CPP,
@@ -171,3 +201,5 @@ def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, uid: str, recvs: list) -> 
     for name in names:  # the scatter maps read the buffer after the wait
         connect_whole(state, sdfg, state.add_read(name), tasklet, f"_{name}_in")
         connect_whole(state, sdfg, tasklet, scattered[name], f"_{name}")
+    if token:
+        connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN)

@@ -1,0 +1,170 @@
+"""Split-phase exchanges inside a compiled step: ``h = ex.start(v)`` ... ``h.finish()``.
+
+``ex.start(v)`` becomes a nested SDFG holding a ``phase="start"`` exchange node that returns a
+token: a one-element array whose descriptor type, ``ExchangeToken``, is how DaCe's frontend
+finds ``finish`` (method replacements are looked up by the descriptor's class name). The
+replacement below finds the start that wrote the token and adds the ``phase="finish"`` node
+for the same fields, plan arrays and ``uid``, reading the token: a data edge orders the
+finish after the start, and the code between them (interior stencils) may run while the
+messages travel.
+
+Lowering then gives every pair the receive buffers they share (``connect_pairs``): persistent
+transients of the SDFG holding both nodes, written by the start's MPI requests and read by
+the finish's unpack maps. Requests (and GPU host mirrors) live in the program's state struct
+under the pair's ``uid``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import dace
+from dace.frontend.common import op_repository as oprepo
+from dace.frontend.python.common import DaceSyntaxError
+
+from gt4py_halo.sdfg.graph import add_persistent
+from gt4py_halo.sdfg.phases import TOKEN
+
+
+@dace.serialize.serializable
+class ExchangeToken(dace.data.Array):
+    """The value of ``ex.start(...)`` in a step: what its ``finish()`` is called on."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*(args or (dace.int8, [1])), **kwargs)
+
+
+@oprepo.replaces_method("ExchangeToken", "finish")
+def _finish(visitor: Any, sdfg: dace.SDFG, state: dace.SDFGState, token: str) -> None:
+    found = _call_writing(sdfg, token)
+    if found is None:
+        raise DaceSyntaxError(
+            visitor,
+            None,
+            f"{token}.finish(): the ex.start(...) it belongs to must be called in the same "
+            "function of the step",
+        )
+    if getattr(sdfg.arrays[token], "finished", False):
+        raise DaceSyntaxError(visitor, None, "finish() called twice on one split-phase exchange")
+    sdfg.arrays[token].finished = True
+    start_state, start_call = found
+    in_edges = start_state.in_edges(start_call)
+    finish_sdfg = _finish_sdfg(start_call.sdfg)
+    fields = [e for e in in_edges if e.dst_conn.startswith("field")]
+    nested = state.add_nested_sdfg(
+        finish_sdfg,
+        [e.dst_conn for e in in_edges] + ["token"],
+        [e.dst_conn for e in fields],
+        dict(start_call.symbol_mapping),
+    )
+    for e in in_edges:
+        state.add_edge(state.add_read(e.data.data), None, nested, e.dst_conn, copy.deepcopy(e.data))
+    for e in fields:
+        state.add_edge(
+            nested, e.dst_conn, state.add_write(e.data.data), None, copy.deepcopy(e.data)
+        )
+    memlet = dace.Memlet.from_array(token, sdfg.arrays[token])
+    state.add_edge(state.add_read(token), None, nested, "token", memlet)
+
+
+def _call_writing(sdfg: dace.SDFG, token: str) -> tuple[dace.SDFGState, Any] | None:
+    """The state and nested SDFG (an ``ex.start`` call) that wrote ``token``."""
+    for state in sdfg.all_states():
+        for node in state.data_nodes():
+            if node.data == token:
+                for e in state.in_edges(node):
+                    if isinstance(e.src, dace.nodes.NestedSDFG):
+                        return state, e.src
+    return None
+
+
+def _finish_sdfg(start_sdfg: dace.SDFG) -> dace.SDFG:
+    """The SDFG of the finish: the start's node as ``phase="finish"``, same arguments."""
+    from gt4py_halo.sdfg.nodes import EXCHANGE_NODES
+
+    start_state, start = next(
+        (s, n) for s in start_sdfg.all_states() for n in s.nodes() if isinstance(n, EXCHANGE_NODES)
+    )
+    finish = copy.deepcopy(start)
+    finish.phase = "finish"
+    finish.remove_out_connector(TOKEN)
+    finish.add_in_connector(TOKEN)
+    sdfg = dace.SDFG(start_sdfg.name.replace("start_", "finish_", 1))
+    for name, dtype in start_sdfg.symbols.items():
+        sdfg.add_symbol(name, dtype)
+    for name, desc in start_sdfg.arrays.items():
+        if name != "__return":
+            sdfg.add_datadesc(name, copy.deepcopy(desc))
+    sdfg.add_array("token", [1], dace.int8)
+    state = sdfg.add_state("finish")
+    state.add_node(finish)
+    for e in start_state.in_edges(start):
+        state.add_edge(state.add_read(e.data.data), None, finish, e.dst_conn, copy.deepcopy(e.data))
+        if e.dst_conn.startswith("_f"):
+            finish.add_out_connector(e.dst_conn, force=True)  # also an input: read-write
+            memlet = copy.deepcopy(e.data)
+            state.add_edge(finish, e.dst_conn, state.add_write(e.data.data), None, memlet)
+    state.add_edge(state.add_read("token"), None, finish, TOKEN, dace.Memlet("token[0]"))
+    sdfg.arg_names = list(start_sdfg.arg_names)
+    return sdfg
+
+
+def check_all_finished(sdfg: dace.SDFG) -> None:
+    """Raise ``ValueError`` if the step starts an exchange it never finishes.
+
+    Its messages would never be waited for and the next call would restart requests still
+    active; and as nothing reads its token, ``simplify`` would silently drop the start.
+    """
+    for graph in sdfg.all_sdfgs_recursive():
+        for name, desc in graph.arrays.items():  # the callers' copies of a start's __return
+            if (
+                isinstance(desc, ExchangeToken)
+                and desc.transient
+                and not desc.__dict__.get("finished")
+            ):
+                raise ValueError(
+                    f"{sdfg.name}: a split-phase exchange is started ({name}) but never "
+                    "finished; call finish() on what ex.start(...) returned"
+                )
+
+
+def connect_pairs(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) -> int:
+    """Give each start/finish pair the receive buffers they share; return how many pairs."""
+    pairs = 0
+    for node, state in list(sdfg.all_nodes_recursive()):
+        if not (isinstance(node, exchange_nodes) and node.phase == "start"):
+            continue
+        graph = state.sdfg
+        token = next(e.data.data for e in state.out_edges(node) if e.src_conn == TOKEN)
+        finishes = [
+            (n, s)
+            for s in graph.all_states()
+            for n in s.nodes()
+            if isinstance(n, exchange_nodes)
+            and n.phase == "finish"
+            and any(e.data.data == token for e in s.in_edges(n) if e.dst_conn == TOKEN)
+        ]
+        if len(finishes) != 1:
+            raise ValueError(
+                f"a split-phase exchange ({node.label}) started in the step is finished "
+                f"{len(finishes)} times there; call finish() exactly once on what "
+                "ex.start(...) returned"
+            )
+        finish, finish_state = finishes[0]
+        outer = {e.dst_conn: graph.arrays[e.data.data] for e in state.in_edges(node)}
+        fields = [outer[f"_f{i}"] for i in range(node.field_count)]
+        device = any(f.storage == dace.StorageType.GPU_Global for f in fields)
+        expansion = type(node).implementations[node.implementation or node.default_implementation]
+        for name, shape, dtype in expansion.receive_buffers(node, outer):
+            add_persistent(graph, name, shape, dtype, device)
+            whole = dace.Memlet.from_array(name, graph.arrays[name])
+            node.add_out_connector(name)
+            state.add_edge(node, name, state.add_write(name), None, whole)
+            finish.add_in_connector(name)
+            finish_state.add_edge(finish_state.add_read(name), None, finish, name, copy.copy(whole))
+        graph.arrays[token] = dace.data.Array(  # host memory: only the MPI tasklets touch it
+            dace.int8, [1], transient=True, storage=dace.StorageType.CPU_Heap
+        )
+        pairs += 1
+    return pairs
