@@ -8,6 +8,7 @@ neither library nodes nor Python callbacks after.
 
 from __future__ import annotations
 
+import collections
 from types import ModuleType
 
 import dace
@@ -18,6 +19,7 @@ from halo_reference import expected_local, filled_local
 from mpi4py import MPI
 
 import gt4py_halo as gh
+from gt4py_halo.sdfg.fusion import copy_map_key
 from gt4py_halo.sdfg.nodes import HaloExchange
 
 GLOBAL_SHAPE = (37, 29)  # divides evenly over none of 2, 3 and 4 ranks
@@ -97,16 +99,28 @@ def test_compiled_step_equals_runtime_path_and_single_rank(diffusion: ModuleType
 
 
 def test_compiled_exchange_fills_exact_halos(comm) -> None:
-    """Several fields of one call: asymmetric halo, open boundary, levels in Fortran order."""
+    """Several fields of one call: asymmetric halo, open boundary, levels in Fortran order;
+    the copy maps of the two fields of one shape fused into one per direction."""
     d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
     ex = gh.make_exchange(d)
 
     @gh.program(comm=comm)
-    def exchange_only(a, b, c):
-        ex.exchange(a, b, c)
+    def exchange_only(a, b, c, e):
+        ex.exchange(a, b, c, e)
 
     specs = [((), np.float64, "C"), ((3,), np.int32, "F"), ((2,), np.float32, "C")]
+    specs.append(((), np.float32, "C"))  # shaped like the first: its copy maps fuse with it
     fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
+
+    fused = exchange_only.fusion_report(*fields).fused  # per direction: a's maps with e's
+    assert len(fused) == 2 * len(d.plan().directions)
+    assert all(len(labels) == 2 for labels in fused.values())
+    lowered = exchange_only.to_sdfg(*fields)
+    maps = [
+        n.map.label for n, _ in lowered.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)
+    ]
+    per_direction = collections.Counter(copy_map_key(label) for label in maps)
+    assert set(per_direction.values()) == {3}, "a copy map left alone where fusion applies"
     for _ in range(2):  # the second call reuses the persistent requests
         exchange_only(*fields)
         for field, (levels, dtype, _) in zip(fields, specs):
@@ -129,9 +143,9 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     nodes = [n for n, _ in lowered.all_nodes_recursive()]
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n in nodes)
     assert not lowered.callback_mapping, "a Python callback in the compiled step"
-    maps = [n.map.label for n in nodes if isinstance(n, dace.nodes.MapEntry)]
-    assert sum(label.startswith("pack_") for label in maps) == 2 * 8  # 8 directions in 2-D
-    assert sum(label.startswith("unpack_") for label in maps) == 2 * 8
+    maps = [copy_map_key(n.map.label) for n in nodes if isinstance(n, dace.nodes.MapEntry)]
+    assert sum(key[1] == "pack" for key in maps if key) == 2 * 8  # 8 directions in 2-D
+    assert sum(key[1] == "unpack" for key in maps if key) == 2 * 8
 
     code = lowered.generate_code()[0].clean_code
     assert code.count("MPI_Startall(") == 2 and code.count("MPI_Waitall(") == 2

@@ -174,7 +174,7 @@ class _Lowering:
         )
         if sending:
             state.add_mapped_tasklet(
-                f"pack_{i}_{k}",
+                f"{self.uid}_pack_{i}_{k}",
                 ranges,
                 {"_in": dace.Memlet(f"_f{i}[{field_index}]")},
                 "_out = _in",
@@ -183,7 +183,7 @@ class _Lowering:
             )
         else:
             state.add_mapped_tasklet(
-                f"unpack_{i}_{k}",
+                f"{self.uid}_unpack_{i}_{k}",
                 ranges,
                 {
                     "_in": dace.Memlet(f"{name}[{buffer_index}]"),

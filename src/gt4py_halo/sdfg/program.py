@@ -29,6 +29,7 @@ from mpi4py import MPI
 
 from gt4py_halo.build_once import build_on_root
 from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
+from gt4py_halo.sdfg.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.sdfg.mpi_expansion import HOST_TASKLET_SUFFIXES
 from gt4py_halo.sdfg.nodes import EXCHANGE_NODES
 from gt4py_halo.sdfg.split_phase import check_all_finished, connect_pairs
@@ -59,12 +60,11 @@ class Program:
             compiled.fast_call(*last[3])  # a model calls its step with the same fields
             return
         arguments = dict(fixed)
-        for name, value in zip(self._dace_program.argnames, values):
-            arguments[name] = value
-            if hasattr(value, "strides"):  # symbolic shapes and strides of _symbolic_descriptor
-                for k, (size, stride) in enumerate(zip(value.shape, value.strides)):
-                    arguments[f"__{name}_size{k}"] = size
-                    arguments[f"__{name}_stride{k}"] = stride // value.itemsize
+        arguments.update(zip(self._dace_program.argnames, values))
+        for value, layout in zip(values, _layout_symbols(values)):
+            if layout is not None:  # the symbolic shapes and strides of _symbolic_descriptor
+                arguments.update(zip(layout[0], value.shape))
+                arguments.update(zip(layout[1], _element_strides(value)))
         # array descriptors carry symbolic strides: views (GT4Py's padded buffers) are fine
         with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
             prepared = compiled.construct_arguments(**arguments)
@@ -75,7 +75,11 @@ class Program:
     def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect."""
         values = [_plain(a) for a in args]
-        return self._lower(values) if lowered else self._parse(values)
+        return self._lower(values)[0] if lowered else self._parse(values)
+
+    def fusion_report(self, *args: Any) -> FusionReport:
+        """Which exchange copy maps the pipeline fused for a call with ``args``."""
+        return self._lower([_plain(a) for a in args])[1]
 
     def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any]]:
         """The compiled step for arguments like ``values``, and its arguments fixed per build.
@@ -84,9 +88,9 @@ class Program:
         plan arrays; shapes and strides are read off the arguments at each call, not solved
         for: DaCe's general symbol inference costs milliseconds per call.
         """
-        key = tuple(_signature(v) for v in values)
+        key = (*(_signature(v) for v in values), *_layout_symbols(values))
         if key not in self._builds:
-            sdfg = self._lower(values)
+            sdfg, _ = self._lower(values)
             names = self._comm.allgather(sdfg.name)
             if len(set(names)) > 1:
                 raise RuntimeError(
@@ -107,21 +111,24 @@ class Program:
         return self._builds[key]
 
     def _parse(self, values: list[Any]) -> dace.SDFG:
-        names = self._dace_program.argnames
-        descriptors = [_symbolic_descriptor(n, v, self._device) for n, v in zip(names, values)]
+        descriptors = [
+            _symbolic_descriptor(v, layout, self._device)
+            for v, layout in zip(values, _layout_symbols(values))
+        ]
         sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)
         check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
         sdfg.simplify()
         return sdfg
 
-    def _lower(self, values: list[Any]) -> dace.SDFG:
+    def _lower(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
         sdfg = self._parse(values)
         lower_halo_exchanges(sdfg)
         sdfg.simplify()
+        report = fuse_exchange_maps(sdfg)
         if self._device == "gpu":
             transform_for_gpu(sdfg)
         sdfg.name = f"{self.__name__}_{sdfg.hash_sdfg()[:16]}"
-        return sdfg
+        return sdfg, report
 
 
 def program(
@@ -240,12 +247,47 @@ def _closure_symbols(value: Any) -> dict[str, int]:
     }
 
 
-def _symbolic_descriptor(name: str, value: Any, device: str) -> Any:
-    if not (isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__")):
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__")
+
+
+def _element_strides(value: Any) -> tuple[int, ...]:
+    return tuple(s // value.itemsize for s in value.strides)
+
+
+def _layout_symbols(values: list[Any]) -> list[tuple[tuple[str, ...], tuple[str, ...]] | None]:
+    """Per argument, the names of its size and stride symbols (``None`` for non-arrays).
+
+    Arrays of equal shape (strides) share size (stride) symbols. One SDFG still serves every
+    rank and block size, and DaCe can prove that maps over such fields have the same ranges:
+    map fusion needs that (the pack maps of one exchange's fields, stencils over several
+    fields). Which arguments share is part of a build's key: a call that breaks the pattern
+    builds anew.
+    """
+    shapes: dict[tuple, int] = {}
+    strides: dict[tuple, int] = {}
+    layouts = []
+    for value in values:
+        if not _is_array(value):
+            layouts.append(None)
+            continue
+        g = shapes.setdefault(tuple(value.shape), len(shapes))
+        t = strides.setdefault(_element_strides(value), len(strides))
+        layouts.append(
+            (
+                tuple(f"__shape{g}_{k}" for k in range(value.ndim)),
+                tuple(f"__strides{t}_{k}" for k in range(value.ndim)),
+            )
+        )
+    return layouts
+
+
+def _symbolic_descriptor(value: Any, layout: tuple | None, device: str) -> Any:
+    if layout is None:
         return dace.data.create_datadescriptor(value)
     return dace.data.Array(
         dace.dtypes.typeclass(value.dtype.type),
-        shape=[dace.symbol(f"__{name}_size{k}") for k in range(value.ndim)],
-        strides=[dace.symbol(f"__{name}_stride{k}") for k in range(value.ndim)],
+        shape=[dace.symbol(name) for name in layout[0]],
+        strides=[dace.symbol(name) for name in layout[1]],
         storage=dace.StorageType.GPU_Global if device == "gpu" else dace.StorageType.Default,
     )

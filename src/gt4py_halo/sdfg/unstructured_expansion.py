@@ -60,12 +60,12 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
             state = sdfg.add_state_after(state, "pack")
             for name, shape, dtype, i, _ in sends:
                 add_persistent(sdfg, name, shape, dtype)
-                _add_indirect_copy(state, i, name, "send", shape[0], fields[i])
+                _add_indirect_copy(state, node.uid, i, name, "send", shape[0], fields[i])
             _add_start(state, sdfg, node, sends, recvs)
         if unpacks(node.phase):
             state = sdfg.add_state_after(state, "unpack")
             for name, shape, _, i, _ in recvs:
-                _add_indirect_copy(state, i, name, "recv", shape[0], fields[i])
+                _add_indirect_copy(state, node.uid, i, name, "recv", shape[0], fields[i])
             _add_wait(state, sdfg, node, recvs)
         return sdfg
 
@@ -90,9 +90,13 @@ def _messages(node: Any, fields: list, arrays: dict[str, Any], kind: str) -> lis
 
 
 def _add_indirect_copy(
-    state: dace.SDFGState, i: int, buffer: str, kind: str, count: Any, field: Any
+    state: dace.SDFGState, uid: str, i: int, buffer: str, kind: str, count: Any, field: Any
 ) -> None:
-    """Gather (``send``) or scatter (``recv``) one field through an index list."""
+    """Gather (``send``) or scatter (``recv``) one field through an index list.
+
+    Labelled like the cartesian copy maps (all neighbours are "direction 0"), so that
+    ``fusion.fuse_exchange_maps`` merges those of fields of the same shape.
+    """
     levels = field.shape[1:]
     params = ["n"] + [f"l{d}" for d in range(len(levels))]
     ranges = {"n": f"0:{symstr(count)}"}
@@ -102,7 +106,7 @@ def _add_indirect_copy(
     index = {"_idx": dace.Memlet(f"_{kind}_idx[n]")}
     if kind == "send":
         state.add_mapped_tasklet(
-            f"gather_{i}",
+            f"{uid}_pack_{i}_0",
             ranges,
             {**index, "_column": dace.Memlet(column)},
             "_out = _column[_idx]",
@@ -111,7 +115,7 @@ def _add_indirect_copy(
         )
     else:
         state.add_mapped_tasklet(
-            f"scatter_{i}",
+            f"{uid}_unpack_{i}_0",
             ranges,
             {**index, "_in": dace.Memlet(f"{buffer}[{', '.join(params)}]")},
             "_column[_idx] = _in",

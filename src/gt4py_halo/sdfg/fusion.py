@@ -1,0 +1,87 @@
+"""Fusion of the lowered exchanges' copy maps: fewer loops on a CPU, fewer kernels on a GPU.
+
+The MPI expansion writes one pack map and one unpack map per field and direction (labels
+``<uid>_pack_<field>_<direction>`` / ``<uid>_unpack_<field>_<direction>``), each in the
+field's own index space. Maps of one exchange and one direction over fields of the same shape
+have the same ranges (``Program`` gives such fields the same shape symbols), so DaCe's
+``MapFusionHorizontal`` merges them into one map whose body copies every field: one loop
+nest, or one GPU kernel, per direction instead of one per field and direction.
+
+``fuse_exchange_maps`` returns what it fused (``FusionReport``), and logs it at debug level
+(logger ``gt4py_halo.sdfg.fusion``); ``Program.fusion_report`` gives it for a step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections import defaultdict
+
+import dace
+from dace.transformation.dataflow import MapFusionHorizontal
+
+log = logging.getLogger(__name__)
+
+#: Labels of the copy maps the MPI expansion writes: uid, kind, field, direction.
+COPY_MAP_LABEL = re.compile(
+    r"^(?P<uid>.+)_(?P<kind>pack|unpack)_(?P<field>\d+)_(?P<direction>\d+)(_map)?$"
+)
+
+
+@dataclasses.dataclass
+class FusionReport:
+    """Which copy maps were fused into one: ``(uid, kind, direction) -> labels``."""
+
+    fused: dict[tuple[str, str, int], list[str]] = dataclasses.field(default_factory=dict)
+
+    def __str__(self) -> str:
+        if not self.fused:
+            return "no exchange copy maps fused"
+        return "; ".join(
+            f"{uid} {kind} direction {k}: {' + '.join(labels)}"
+            for (uid, kind, k), labels in sorted(self.fused.items())
+        )
+
+
+def copy_map_key(label: str) -> tuple[str, str, int] | None:
+    """``(uid, kind, direction)`` of an exchange copy map's label, else ``None``."""
+    match = COPY_MAP_LABEL.match(label)
+    if match is None:
+        return None
+    return match["uid"], match["kind"], int(match["direction"])
+
+
+def fuse_exchange_maps(sdfg: dace.SDFG) -> FusionReport:
+    """Fuse, per state, the pack (unpack) maps of one exchange and one direction."""
+    report = FusionReport()
+    for state in sdfg.all_states():
+        groups: dict[tuple[str, str, int], list[dace.nodes.MapEntry]] = defaultdict(list)
+        for node in state.nodes():
+            if isinstance(node, dace.nodes.MapEntry) and state.entry_node(node) is None:
+                key = copy_map_key(node.map.label)
+                if key is not None:
+                    groups[key].append(node)
+        for key, entries in groups.items():
+            first, labels = entries[0], [entries[0].map.label]
+            for other in entries[1:]:
+                fusion = MapFusionHorizontal()
+                fusion.setup_match(
+                    state.sdfg,
+                    state.parent_graph.cfg_id,
+                    state.block_id,
+                    {
+                        MapFusionHorizontal.first_parallel_map_entry: state.node_id(first),
+                        MapFusionHorizontal.second_parallel_map_entry: state.node_id(other),
+                    },
+                    0,
+                )
+                if fusion.can_be_applied(state, 0, state.sdfg):
+                    label = other.map.label
+                    fusion.apply(state, state.sdfg)
+                    labels.append(label)
+            if len(labels) > 1:
+                first.map.label = labels[0]  # keeps the copy-map label pattern
+                report.fused[key] = labels
+    log.debug("%s: %s", sdfg.name, report)
+    return report
