@@ -25,16 +25,22 @@ def comm() -> MPI.Intracomm:
     return COMM
 
 
+def load_example(path: Path) -> ModuleType:
+    """An example script imported as a module (once per process), to test what it defines."""
+    module = sys.modules.get(path.stem)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look the module up while it executes
+        spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def diffusion() -> ModuleType:
     """The demo's module (GT4Py diffusion stencil), compiled on rank 0 and loaded by all."""
-    module = sys.modules.get("diffusion_2d")
-    if module is None:
-        spec = importlib.util.spec_from_file_location("diffusion_2d", EXAMPLE)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclass looks the module up while it executes
-        spec.loader.exec_module(module)
+    module = load_example(EXAMPLE)
     module.compile_stencil(COMM)
     return module
 

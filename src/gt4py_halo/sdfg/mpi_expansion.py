@@ -1,16 +1,17 @@
 """The MPI expansion of ``HaloExchange``: pack maps, persistent requests, unpack maps.
 
-The node becomes a nested SDFG of two states:
+The node becomes a nested SDFG of two states (a split pair: ``start`` the first, ``finish``
+the second):
 
 1. ``pack``: one map per field and direction, written in the field's own index space
-   (``sbuf[i - a, j - b, k] = f[i, j, k]`` over the send box), so that it can later fuse
-   with the map of the stencil that produces the field; then one C++ tasklet that creates the
-   persistent requests on its first run (``MPI_Recv_init`` / ``MPI_Send_init`` on the node's
-   communicator) and starts them all (``MPI_Startall``).
-2. ``unpack``: one tasklet that waits for all requests (``MPI_Waitall``), then one map per
+   (``sbuf[i - a, j - b, k] = f[i, j, k]`` over the send box), so that it can fuse with other
+   maps (``fusion.py``); then one C++ tasklet that creates persistent requests on its first
+   run (``MPI_Recv_init`` / ``MPI_Send_init`` on the node's communicator, for neighbours on
+   other ranks only), copies the messages a rank sends itself (a periodic axis not split over
+   ranks) straight into their receive buffers, and starts the requests (``MPI_Startall``).
+2. ``unpack``: one tasklet that waits for the requests (``MPI_Waitall``), then one map per
    field and direction writing the receive buffer into the halo. Beyond a non-periodic
-   boundary there is no neighbour: its messages go to ``MPI_PROC_NULL`` and the unpack map
-   writes back what the halo already held.
+   boundary there is no neighbour: the unpack map writes back what the halo already held.
 
 Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
 runtime plan is built from), the buffers are persistent transients (allocated once per
@@ -196,31 +197,57 @@ class _Lowering:
             )
 
     def _add_start(self, state: dace.SDFGState) -> None:
+        """Create the requests on the first call; then copy self-messages, start the rest.
+
+        Only neighbours on other ranks get requests: a message to oneself (a periodic axis
+        not split over ranks) is one copy from the send buffer of the opposite direction,
+        and none goes beyond a non-periodic boundary. Which is which is known at run time
+        only (the ranks are data), so both paths are generated, guarded by the ranks.
+        """
         node, uid = self.node, self.uid
         offsets = node.direction_offsets
-        index_of = {d: k for k, d in enumerate(offsets)}
+        opposite = {k: offsets.index(tuple(-o for o in d)) for k, d in enumerate(offsets)}
         count = len(self.recvs) + len(self.sends)
-        init = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);", "int n = 0;"]
+        init = [
+            "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
+            f"MPI_Comm_rank(comm, &__state->{uid}_me);",
+            "int n = 0;",
+        ]
         for m in self.recvs:
-            sender_direction = index_of[tuple(-o for o in offsets[m.direction])]
+            tag = node.tag(opposite[m.direction], m.field)
+            init.append(f"if ({self._remote(m)}) {{")
             init += self._allocate_mirror(m)
             init.append(
-                f"MPI_Recv_init({self._wire(m.name)}, {symstr(m.nbytes, cpp_mode=True)}, "
-                f"MPI_BYTE, {_peer(m)}, {node.tag(sender_direction, m.field)}, comm, "
-                f"&__state->{uid}_requests[n++]);"
+                f"    MPI_Recv_init({self._wire(m.name)}, {symstr(m.nbytes, cpp_mode=True)}, "
+                f"MPI_BYTE, peers[{m.direction}], {tag}, comm, &__state->{uid}_requests[n++]);"
+                "\n}"
             )
         for m in self.sends:
+            tag = node.tag(m.direction, m.field)
+            init.append(f"if ({self._remote(m)}) {{")
             init += self._allocate_mirror(m)
             init.append(
-                f"MPI_Send_init({self._wire(m.name)}, {symstr(m.nbytes, cpp_mode=True)}, "
-                f"MPI_BYTE, {_peer(m)}, {node.tag(m.direction, m.field)}, comm, "
-                f"&__state->{uid}_requests[n++]);"
+                f"    MPI_Send_init({self._wire(m.name)}, {symstr(m.nbytes, cpp_mode=True)}, "
+                f"MPI_BYTE, peers[{m.direction}], {tag}, comm, &__state->{uid}_requests[n++]);"
+                "\n}"
             )
+        init.append(f"__state->{uid}_count = n;")
         run = []
+        sent = {(m.field, m.direction): m for m in self.sends}
+        for m in self.recvs:  # to oneself: the message is the opposite direction's
+            source = sent.get((m.field, opposite[m.direction]))
+            if source is not None:
+                run.append(
+                    f"if (peers[{m.direction}] == __state->{uid}_me) "
+                    + self._copy(f"_{m.name}", f"_{source.name}", source.nbytes)
+                )
         if self.gpu:  # the packed messages to the host; MPI may only read them after this
-            run += [self._stage(m, to_host=True) for m in self.sends]
-            run.append("DACE_GPU_CHECK(cudaStreamSynchronize(__dace_current_stream));")
-        run.append(f"MPI_Startall({count}, __state->{uid}_requests);")
+            run += [f"if ({self._remote(m)}) {self._stage(m, to_host=True)}" for m in self.sends]
+            run.append(
+                f"if (__state->{uid}_count > 0) "
+                "DACE_GPU_CHECK(cudaStreamSynchronize(__dace_current_stream));"
+            )
+        run.append(f"MPI_Startall(__state->{uid}_count, __state->{uid}_requests);")
         init_code = "\n    ".join(init)
         code = f"""
 if (!__state->{uid}_ready) {{
@@ -235,10 +262,16 @@ if (!__state->{uid}_ready) {{
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && __state->{uid}_ready)
-        for (int n = 0; n < {count}; ++n) MPI_Request_free(&__state->{uid}_requests[n]);
+        for (int n = 0; n < __state->{uid}_count; ++n)
+            MPI_Request_free(&__state->{uid}_requests[n]);
     if (__state->{uid}_ready) {{{free_mirrors if self.gpu else ""} }}
 }}"""
-        fields = [f"MPI_Request {uid}_requests[{max(count, 1)}];", f"int {uid}_ready = 0;"]
+        fields = [
+            f"MPI_Request {uid}_requests[{max(count, 1)}];",
+            f"int {uid}_count = 0;",
+            f"int {uid}_me = -1;",
+            f"int {uid}_ready = 0;",
+        ]
         if self.gpu:
             fields += [f"char* {m.name}_host = nullptr;" for m in self.recvs + self.sends]
         tasklet = state.add_tasklet(
@@ -264,26 +297,40 @@ if (!__state->{uid}_ready) {{
 
     def _add_wait(self, state: dace.SDFGState) -> None:
         uid = self.uid
-        count = len(self.recvs) + len(self.sends)
-        code = [f"MPI_Waitall({count}, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
+        code = [f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
         if self.gpu:  # received messages to the device, on the stream: no host wait
-            code += [self._stage(m, to_host=False) for m in self.recvs]
+            code += [f"if ({self._remote(m)}) {self._stage(m, to_host=False)}" for m in self.recvs]
         names = [m.name for m in self.recvs]
         token = [TOKEN] if self.node.phase == "finish" else []
         tasklet = state.add_tasklet(
             f"{uid}_mpi_wait",
-            [f"_{n}_in" for n in names] + token,
+            ["peers"] + [f"_{n}_in" for n in names] + token,
             [f"_{n}" for n in names],
             "\n".join(code),
             language=dtypes.Language.CPP,
             side_effects=True,
         )
+        connect_whole(state, self.sdfg, state.add_read("_peers"), tasklet, "peers")
         unpacked = {n.data: n for n in state.data_nodes() if state.out_degree(n) > 0}
         for name in names:  # the unpack maps read the buffer after the wait
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, f"_{name}_in")
             connect_whole(state, self.sdfg, tasklet, unpacked[name], f"_{name}")
         if token:
             connect_whole(state, self.sdfg, state.add_read(TOKEN), tasklet, TOKEN)
+
+    def _remote(self, m: _Message) -> str:
+        """C condition: the message goes to (comes from) another rank."""
+        k = m.direction
+        return f"peers[{k}] >= 0 && peers[{k}] != __state->{self.uid}_me"
+
+    def _copy(self, dst: str, src: str, nbytes: Any) -> str:
+        size = symstr(nbytes, cpp_mode=True)
+        if self.gpu:  # on the program's stream, between the pack and unpack kernels
+            return (
+                f"DACE_GPU_CHECK(cudaMemcpyAsync({dst}, {src}, {size}, "
+                "cudaMemcpyDeviceToDevice, __dace_current_stream));"
+            )
+        return f"memcpy({dst}, {src}, {size});"
 
     def _wire(self, name: str) -> str:
         """What MPI reads or writes: the buffer, or on a GPU its pinned host mirror."""
@@ -304,8 +351,3 @@ if (!__state->{uid}_ready) {{
         return (
             f"DACE_GPU_CHECK(cudaMemcpyAsync({dst}, {src}, {size}, {kind}, __dace_current_stream));"
         )
-
-
-def _peer(m: _Message) -> str:
-    """The rank a message goes to (comes from); none beyond a non-periodic boundary."""
-    return f"peers[{m.direction}] < 0 ? MPI_PROC_NULL : peers[{m.direction}]"

@@ -1,0 +1,85 @@
+"""An unstructured GT4Py step (neighbour tables) with exchanges, compiled by ``@gh.program``.
+
+The step of ``examples/unstructured_step.py`` (cells to edges through ``E2C``, edges to cells
+through ``C2E``, each after an exchange) on a triangle mesh split into runs of uneven length:
+compiled, it must give the same bits as the same step run from Python with the runtime
+exchange, halos included, and, gathered, as one rank alone. Every rank's neighbour tables have
+their own lengths, yet all ranks must parse the same SDFG (one build serves all).
+"""
+
+from pathlib import Path
+from types import ModuleType
+
+import dace
+import numpy as np
+import pytest
+from conftest import load_example
+from mpi4py import MPI
+
+from gt4py_halo.sdfg.nodes import EXCHANGE_NODES
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "unstructured_step.py"
+STEPS = 4
+
+
+@pytest.fixture(scope="module")
+def unstructured() -> ModuleType:
+    """The example's module, its GT4Py programs compiled on rank 0 and loaded by all."""
+    module = load_example(EXAMPLE)
+    module.compile_stencils(MPI.COMM_WORLD)
+    return module
+
+
+@pytest.fixture(scope="module")
+def mesh(unstructured: ModuleType):
+    comm = MPI.COMM_WORLD
+    return unstructured.local_mesh(unstructured.NX, unstructured.NY, comm.rank, comm.size)
+
+
+@pytest.fixture(scope="module")
+def step(unstructured: ModuleType, mesh):
+    return unstructured.make_step(mesh, MPI.COMM_WORLD)
+
+
+def test_compiled_step_equals_runtime_path_and_single_rank(
+    unstructured: ModuleType, mesh, step, comm
+) -> None:
+    compiled = unstructured.run(step.compiled, mesh, STEPS)
+    from_python = unstructured.run(step.from_python, mesh, STEPS)
+    # all local arrays, halos included: the last exchanged c and e, and c_new's old halo
+    same_locally = all(np.array_equal(a, b) for a, b in zip(compiled, from_python))
+
+    cells = unstructured.gather_cells(mesh, comm, compiled[0])
+    equal = None
+    if comm.rank == 0:
+        alone = unstructured.local_mesh(unstructured.NX, unstructured.NY, 0, 1)
+        single = unstructured.make_step(alone, MPI.COMM_SELF)
+        equal = bool(np.array_equal(cells, unstructured.run(single.from_python, alone, STEPS)[0]))
+    assert same_locally, "compiled step differs from the runtime path on this rank"
+    assert comm.bcast(equal, root=0), "gathered compiled result differs from one rank alone"
+
+
+def test_ranks_parse_one_sdfg_with_symbolic_tables(
+    unstructured: ModuleType, mesh, step, comm
+) -> None:
+    """Tables of different lengths enter as closure arrays of symbolic shape, not constants.
+
+    Checks are collected, not asserted, until the ranks have compared their SDFGs: a rank
+    failing alone before a collective would leave the others waiting.
+    """
+    lengths = comm.allgather((len(mesh.e2c), len(mesh.c2e)))
+    args = (*unstructured.initial_fields(mesh), *step.bounds)
+    parsed = step.program.to_sdfg(*args, lowered=False)
+    lowered = step.program.to_sdfg(*args)
+    names = comm.allgather(lowered.name)
+
+    assert comm.size == 1 or len(set(lengths)) > 1, f"the mesh should split unevenly: {lengths}"
+    assert len(set(names)) == 1, f"ranks parsed different SDFGs: {names}"
+    exchanges = [n for n, _ in parsed.all_nodes_recursive() if isinstance(n, EXCHANGE_NODES)]
+    assert len(exchanges) == 2
+    for table in ("gt_conn_E2C", "gt_conn_C2E"):
+        desc = lowered.arrays[table]
+        assert not desc.transient
+        assert all(dace.symbolic.issymbolic(s) for s in (*desc.shape, *desc.strides)), desc
+    assert not any(isinstance(n, dace.nodes.LibraryNode) for n, _ in lowered.all_nodes_recursive())
+    assert not lowered.callback_mapping, "a Python callback in the compiled step"
