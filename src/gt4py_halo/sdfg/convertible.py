@@ -152,7 +152,7 @@ def exchange_sdfg(
             halo=list(data.decomposition.halo),
             directions=directions,
             field_count=len(descriptors),
-            tag_base=data.allocate_tags(len(directions) * len(descriptors)),
+            tag_base=data.allocate_tags(1),  # one message per neighbour rank
             phase=phase,
         )
         plan_arrays = {"_peers": "peers"}

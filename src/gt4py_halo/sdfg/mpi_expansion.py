@@ -199,38 +199,56 @@ class _Lowering:
     def _add_start(self, state: dace.SDFGState) -> None:
         """Create the requests on the first call; then copy self-messages, start the rest.
 
-        Only neighbours on other ranks get requests: a message to oneself (a periodic axis
-        not split over ranks) is one copy from the send buffer of the opposite direction,
-        and none goes beyond a non-periodic boundary. Which is which is known at run time
-        only (the ranks are data), so both paths are generated, guarded by the ranks.
+        One message per neighbour *rank*, both ways, whatever the number of directions and
+        fields it serves: on a 2x1 process grid, six directions lead to the other rank. A
+        message is an MPI datatype over the buffers it carries (``MPI_Type_create_hindexed``
+        on their addresses, sent from ``MPI_BOTTOM``): the receiver lists its buffers in the
+        order the sender lists its own, by the sender's direction, then field. A message to
+        oneself (a periodic axis not split over ranks) is one copy from the send buffer of
+        the opposite direction, and none goes beyond a non-periodic boundary. Which is which
+        is known at run time only (ranks are data), so every path is generated, guarded by
+        the ranks.
         """
         node, uid = self.node, self.uid
         offsets = node.direction_offsets
         opposite = {k: offsets.index(tuple(-o for o in d)) for k, d in enumerate(offsets)}
-        count = len(self.recvs) + len(self.sends)
+        count = 2 * len(offsets)
         init = [
             "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
             f"MPI_Comm_rank(comm, &__state->{uid}_me);",
-            "int n = 0;",
+            f"const int me = __state->{uid}_me;",
         ]
-        for m in self.recvs:
-            tag = node.tag(opposite[m.direction], m.field)
-            init.append(f"if ({self._remote(m)}) {{")
-            init += self._allocate_mirror(m)
-            init.append(
-                f"    MPI_Recv_init({self._wire(m.name)}, {symstr(m.nbytes, cpp_mode=True)}, "
-                f"MPI_BYTE, peers[{m.direction}], {tag}, comm, &__state->{uid}_requests[n++]);"
-                "\n}"
-            )
-        for m in self.sends:
-            tag = node.tag(m.direction, m.field)
-            init.append(f"if ({self._remote(m)}) {{")
-            init += self._allocate_mirror(m)
-            init.append(
-                f"    MPI_Send_init({self._wire(m.name)}, {symstr(m.nbytes, cpp_mode=True)}, "
-                f"MPI_BYTE, peers[{m.direction}], {tag}, comm, &__state->{uid}_requests[n++]);"
-                "\n}"
-            )
+        for m in self.recvs + self.sends:
+            init += [f"if ({self._remote(m)}) {line}" for line in self._allocate_mirror(m)]
+        segments = max(len(self.recvs), len(self.sends), 1)
+        init += [
+            "int n = 0;",
+            f"for (int k = 0; k < {len(offsets)}; ++k) {{",
+            "    const int p = peers[k];",
+            "    bool first = p >= 0 && p != me;  // the first direction leading to rank p",
+            "    for (int j = 0; j < k; ++j) first = first && peers[j] != p;",
+            "    if (!first) continue;",
+            f"    int c, lengths[{segments}];",
+            f"    MPI_Aint at[{segments}];",
+            "    MPI_Datatype message;",
+        ]
+        by_sender = sorted(self.recvs, key=lambda m: (opposite[m.direction], m.field))
+        by_direction = sorted(self.sends, key=lambda m: (m.direction, m.field))
+        for kind, messages in (("Recv", by_sender), ("Send", by_direction)):
+            init.append("    c = 0;")
+            init += [
+                f"    if (peers[{m.direction}] == p) {{ MPI_Get_address({self._wire(m.name)}, "
+                f"&at[c]); lengths[c++] = {symstr(m.nbytes, cpp_mode=True)}; }}"
+                for m in messages
+            ]
+            init += [
+                "    MPI_Type_create_hindexed(c, lengths, at, MPI_BYTE, &message);",
+                "    MPI_Type_commit(&message);",
+                f"    MPI_{kind}_init(MPI_BOTTOM, 1, message, p, {node.tag_base}, comm, &"
+                + f"__state->{uid}_requests[n++]);",
+                "    MPI_Type_free(&message);",
+            ]
+        init.append("}")
         init.append(f"__state->{uid}_count = n;")
         run = []
         sent = {(m.field, m.direction): m for m in self.sends}
