@@ -23,6 +23,7 @@ from mpi4py import MPI
 
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError
+from gt4py_halo.sdfg.mpi_expansion import SELF
 from gt4py_halo.sdfg.nodes import HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.sdfg.phases import TOKEN
 from gt4py_halo.sdfg.split_phase import ExchangeToken
@@ -81,8 +82,9 @@ class CompiledExchangeData:
         for dim in dims:
             plan = decomposition.plan(dim)
             if plan.directions:
+                own = self.comm.rank  # to oneself: a copy, not a message
                 self.arrays[self._name(plan, "peers")] = np.array(
-                    [d.rank for d in plan.directions], dtype=np.int32
+                    [SELF if d.rank == own else d.rank for d in plan.directions], dtype=np.int32
                 )
             else:
                 self._add_index_lists(plan)
@@ -152,7 +154,7 @@ def exchange_sdfg(
             halo=list(data.decomposition.halo),
             directions=directions,
             field_count=len(descriptors),
-            tag_base=data.allocate_tags(1),  # one message per neighbour rank
+            tag_base=data.allocate_tags(len(directions) * len(descriptors)),
             phase=phase,
         )
         plan_arrays = {"_peers": "peers"}

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 #: Labels of the copy maps the MPI expansion writes: uid, kind, field, direction.
 COPY_MAP_LABEL = re.compile(
-    r"^(?P<uid>.+)_(?P<kind>pack|unpack)_(?P<field>\d+)_(?P<direction>\d+)(_map)?$"
+    r"^(?P<uid>.+)_(?P<kind>pack|unpack|self)_(?P<field>\d+)_(?P<direction>\d+)(_map)?$"
 )
 
 
@@ -55,7 +55,8 @@ def copy_map_key(label: str) -> tuple[str, str, int] | None:
 def fuse_exchange_maps(sdfg: dace.SDFG) -> FusionReport:
     """Fuse, per state, the pack (unpack) maps of one exchange and one direction."""
     report = FusionReport()
-    for state in sdfg.all_states():
+    states = [state for graph in sdfg.all_sdfgs_recursive() for state in graph.all_states()]
+    for state in states:
         groups: dict[tuple[str, str, int], list[dace.nodes.MapEntry]] = defaultdict(list)
         for node in state.nodes():
             if isinstance(node, dace.nodes.MapEntry) and state.entry_node(node) is None:

@@ -33,11 +33,15 @@ tasklet's copies back need none. The MPI tasklets are labelled ``*_mpi_start`` /
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import dace
 from dace import dtypes
+from dace.properties import CodeBlock
+from dace.sdfg.state import ConditionalBlock, ControlFlowRegion
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
@@ -58,12 +62,20 @@ class ExpandHaloExchangeMPI(ExpandTransformation):
         return _Lowering(node, parent_state, parent_sdfg).sdfg
 
     @staticmethod
-    def receive_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any]]:
-        """(name, shape, dtype) of the buffers a split pair shares; ``outer``: connector ->
-        descriptor of the node's arguments."""
+    def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
+        """(name, shape, dtype, receiving) of the node's buffers (``message_buffers.py``);
+        ``outer``: connector -> descriptor of the node's inputs."""
         fields = [outer[f"_f{i}"] for i in range(node.field_count)]
-        return [(m.name, m.shape, m.dtype) for m in _messages(node, fields, sending=False)]
+        return [
+            (m.name, m.shape, m.dtype, not sending)
+            for sending in (True, False)
+            for m in _messages(node, fields, sending)
+        ]
 
+
+#: ``_peers[k]`` when direction ``k`` leads to the rank itself (a periodic axis not split over
+#: ranks); other values: the neighbour's rank, or -1 (``NO_RANK``) beyond an open boundary.
+SELF = -2
 
 #: Label endings of the tasklets that call MPI: they must run on the host.
 HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait")
@@ -71,10 +83,12 @@ HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait")
 
 @dataclasses.dataclass(frozen=True)
 class _Message:
-    """One message buffer: a field's box towards (from) one direction."""
+    """One message: the boxes of a group of fields towards (from) one direction, in one
+    contiguous buffer (the fields along its first axis)."""
 
     name: str
-    field: int
+    group: int
+    fields: tuple[int, ...]
     direction: int
     bounds: list[tuple[Any, Any]]
     shape: list[Any]
@@ -85,17 +99,29 @@ class _Message:
         return math.prod(self.shape) * self.dtype.bytes
 
 
+def field_groups(fields: list[Any]) -> list[tuple[int, ...]]:
+    """The fields of one exchange that travel in one message per direction: those of the same
+    shape and dtype (the arguments of one shape share their shape symbols, ``program.py``)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, desc in enumerate(fields):
+        groups.setdefault((tuple(map(str, desc.shape)), desc.dtype), []).append(i)
+    return [tuple(g) for g in groups.values()]
+
+
 def _messages(node: Any, fields: list[Any], sending: bool) -> list[_Message]:
-    """The messages ``node`` sends (receives), one per field and direction with cells in it.
+    """The messages ``node`` sends (receives): per field group and direction with cells in it.
 
     Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
     runtime plan is built from); along a direction, widths are halo widths (ints), across it
-    owned sizes (> 0), so an empty box is known when the node is lowered.
+    owned sizes (> 0), so an empty box is known when the node is lowered. One contiguous
+    message per group and direction: MPI moved 5 MB between two ranks here in 0.39 ms as
+    one contiguous message, 0.66 ms as 60, and 1.31 ms as one derived datatype over 60 buffers.
     """
     halo = node.halo_widths
     ndim = len(halo)
     messages = []
-    for i, desc in enumerate(fields):
+    for g, group in enumerate(field_groups(fields)):
+        desc = fields[group[0]]
         owned = [desc.shape[k] - lo - hi for k, (lo, hi) in enumerate(halo)]
         levels = list(desc.shape[ndim:])
         for k, direction in enumerate(node.direction_offsets):
@@ -103,9 +129,9 @@ def _messages(node: Any, fields: list[Any], sending: bool) -> list[_Message]:
             if any(d != 0 and b - a == 0 for d, (a, b) in zip(direction, bounds)):
                 continue
             kind = "s" if sending else "r"
-            shape = [b - a for a, b in bounds] + levels
-            name = f"{node.uid}_{kind}buf_{i}_{k}"
-            messages.append(_Message(name, i, k, bounds, shape, desc.dtype))
+            shape = [len(group)] + [b - a for a, b in bounds] + levels
+            name = f"{node.uid}_{kind}buf_{g}_{k}"
+            messages.append(_Message(name, g, group, k, bounds, shape, desc.dtype))
     return messages
 
 
@@ -125,37 +151,54 @@ class _Lowering:
         self.gpu = any(d.storage == dtypes.StorageType.GPU_Global for d in self.fields)
         self.sends = _messages(node, self.fields, sending=True)
         self.recvs = _messages(node, self.fields, sending=False)
-        for message in self.recvs:  # a split pair's are the enclosing SDFG's (split_phase.py)
+        for message in self.sends + self.recvs:  # the enclosing SDFG's (message_buffers.py)
             if message.name in outer:
                 self._argument(message.name, outer)
-            else:
+            elif packs(node.phase):  # a node lowered without attach_message_buffers
                 add_persistent(self.sdfg, message.name, message.shape, message.dtype, self.gpu)
         if TOKEN in outer:
             self._argument(TOKEN, outer)
-        self.kernel_peers = "_peers"
-        first = self.sdfg.add_state("begin")
-        if self.gpu and unpacks(node.phase):  # unpack kernels read the ranks on the device
-            peers = self.sdfg.arrays["_peers"]
-            self.kernel_peers = add_persistent(
-                self.sdfg, f"{self.uid}_peers", peers.shape, peers.dtype, True
-            )
-            first.add_nedge(
-                first.add_read("_peers"),
-                first.add_write(self.kernel_peers),
-                dace.Memlet.from_array("_peers", peers),
-            )
+        offsets = node.direction_offsets
+        self.opposite = {k: offsets.index(tuple(-o for o in d)) for k, d in enumerate(offsets)}
+        last = self.sdfg.add_state("begin", is_start_block=True)
         if packs(node.phase):
-            pack = self.sdfg.add_state_after(first, "pack")
-            for message in self.sends:
-                add_persistent(self.sdfg, message.name, message.shape, message.dtype, self.gpu)
-                self._add_copy(pack, message, sending=True)
-            self._add_start(pack)
-            first = pack
+            for k in range(len(offsets)):
+                sends = [m for m in self.sends if m.direction == k]
+                fill = functools.partial(self._add_copies, sends, "pack")
+                last = self._branch(last, f"pack_{k}", [(f"_peers[{k}] >= 0", fill)])
+            last = self._then(last, "start", self._add_start)
         if unpacks(node.phase):
-            unpack = self.sdfg.add_state_after(first, "unpack")
-            for message in self.recvs:
-                self._add_copy(unpack, message, sending=False)
-            self._add_wait(unpack)
+            last = self._then(last, "wait", self._add_wait)
+            for k in range(len(offsets)):
+                recvs = [m for m in self.recvs if m.direction == k]
+                from_buffer = functools.partial(self._add_copies, recvs, "unpack")
+                from_self = functools.partial(self._add_self_copies, recvs)
+                branches = [
+                    (f"_peers[{k}] >= 0", from_buffer),
+                    (f"_peers[{k}] == {SELF}", from_self),
+                ]
+                last = self._branch(last, f"unpack_{k}", branches)
+
+    def _then(self, last: Any, label: str, fill: Callable[[dace.SDFGState], None]) -> Any:
+        state = self.sdfg.add_state(label)
+        self.sdfg.add_edge(last, state, dace.InterstateEdge())
+        fill(state)
+        return state
+
+    def _branch(self, last: Any, label: str, branches: list[tuple[str, Callable]]) -> Any:
+        """A conditional block after ``last``: per (condition on the ranks, filler) a state.
+
+        Whether a direction leads to another rank, to this rank or nowhere is known at run
+        time only; branching on it per direction keeps the copies free of per-element tests.
+        """
+        block = ConditionalBlock(f"{self.uid}_{label}")
+        self.sdfg.add_node(block)
+        self.sdfg.add_edge(last, block, dace.InterstateEdge())
+        for n, (condition, fill) in enumerate(branches):
+            body = ControlFlowRegion(f"{block.label}_{n}", sdfg=self.sdfg)
+            fill(body.add_state(f"{block.label}_{n}_copy", is_start_block=True))
+            block.add_branch(CodeBlock(condition), body)
+        return block
 
     def _argument(self, name: str, outer: dict[str, Any]) -> Any:
         desc = outer[name].clone()
@@ -163,102 +206,88 @@ class _Lowering:
         self.sdfg.add_datadesc(name, desc)
         return desc
 
-    def _add_copy(self, state: dace.SDFGState, message: _Message, sending: bool) -> None:
-        i, k, bounds, name = message.field, message.direction, message.bounds, message.name
-        levels = message.shape[self.ndim :]
+    def _add_copies(self, messages: list[_Message], kind: str, state: dace.SDFGState) -> None:
+        """Pack the fields into (``kind="pack"``) or unpack them from their buffers."""
+        for m in messages:
+            for j, i in enumerate(m.fields):
+                field, buffer = self._indices(m.bounds, m.shape[1 + self.ndim :])
+                place = {"pack": (f"_f{i}[{field}]", f"{m.name}[{j}, {buffer}]")}
+                place["unpack"] = (f"{m.name}[{j}, {buffer}]", f"_f{i}[{field}]")
+                self._add_map(state, f"{self.uid}_{kind}_{i}_{m.direction}", m, *place[kind])
+
+    def _add_self_copies(self, recvs: list[_Message], state: dace.SDFGState) -> None:
+        """The halo from this rank's own cells: what it would have sent itself (a periodic
+        axis not split over ranks), copied field to field."""
+        sent = {(m.group, m.direction): m for m in self.sends}
+        for m in recvs:
+            source = sent[(m.group, self.opposite[m.direction])]
+            levels = m.shape[1 + self.ndim :]
+            field, _ = self._indices(m.bounds, levels)
+            shifted = ", ".join(
+                [
+                    f"h{d} - ({symstr(a)}) + ({symstr(sa)})"
+                    for d, ((a, _), (sa, _)) in enumerate(zip(m.bounds, source.bounds))
+                ]
+                + [f"l{d}" for d in range(len(levels))]
+            )
+            for i in m.fields:
+                name = f"{self.uid}_self_{i}_{m.direction}"
+                self._add_map(state, name, m, f"_f{i}[{shifted}]", f"_f{i}[{field}]")
+
+    def _indices(self, bounds: list[tuple[Any, Any]], levels: list[Any]) -> tuple[str, str]:
+        """Index expressions of one box element in the field and in a buffer of its group."""
         params = [f"h{d}" for d in range(self.ndim)] + [f"l{d}" for d in range(len(levels))]
-        ranges = {p: f"{symstr(a)}:{symstr(b)}" for p, (a, b) in zip(params, bounds)}
-        ranges.update({p: f"0:{symstr(n)}" for p, n in zip(params[self.ndim :], levels)})
-        field_index = ", ".join(params)
-        buffer_index = ", ".join(
+        field = ", ".join(params)
+        buffer = ", ".join(
             [f"{p} - ({symstr(a)})" for p, (a, _) in zip(params, bounds)] + params[self.ndim :]
         )
-        if sending:
-            state.add_mapped_tasklet(
-                f"{self.uid}_pack_{i}_{k}",
-                ranges,
-                {"_in": dace.Memlet(f"_f{i}[{field_index}]")},
-                "_out = _in",
-                {"_out": dace.Memlet(f"{name}[{buffer_index}]")},
-                external_edges=True,
-            )
-        else:
-            state.add_mapped_tasklet(
-                f"{self.uid}_unpack_{i}_{k}",
-                ranges,
-                {
-                    "_in": dace.Memlet(f"{name}[{buffer_index}]"),
-                    "_old": dace.Memlet(f"_f{i}[{field_index}]"),
-                    "_peer": dace.Memlet(f"{self.kernel_peers}[{k}]"),
-                },
-                "_out = _in if _peer >= 0 else _old",
-                {"_out": dace.Memlet(f"_f{i}[{field_index}]")},
-                external_edges=True,
-            )
+        return field, buffer
+
+    def _add_map(self, state: dace.SDFGState, label: str, m: _Message, src: str, dst: str) -> None:
+        """A copy map over ``m``'s box (in the field's index space): ``dst = src``."""
+        levels = m.shape[1 + self.ndim :]
+        ranges = {f"h{d}": f"{symstr(a)}:{symstr(b)}" for d, (a, b) in enumerate(m.bounds)}
+        ranges.update({f"l{d}": f"0:{symstr(n)}" for d, n in enumerate(levels)})
+        state.add_mapped_tasklet(
+            label,
+            ranges,
+            {"_in": dace.Memlet(src)},
+            "_out = _in",
+            {"_out": dace.Memlet(dst)},
+            external_edges=True,
+        )
 
     def _add_start(self, state: dace.SDFGState) -> None:
-        """Create the requests on the first call; then copy self-messages, start the rest.
+        """Create the requests on the first call, then start them.
 
-        One message per neighbour *rank*, both ways, whatever the number of directions and
-        fields it serves: on a 2x1 process grid, six directions lead to the other rank. A
-        message is an MPI datatype over the buffers it carries (``MPI_Type_create_hindexed``
-        on their addresses, sent from ``MPI_BOTTOM``): the receiver lists its buffers in the
-        order the sender lists its own, by the sender's direction, then field. A message to
-        oneself (a periodic axis not split over ranks) is one copy from the send buffer of
-        the opposite direction, and none goes beyond a non-periodic boundary. Which is which
-        is known at run time only (ranks are data), so every path is generated, guarded by
-        the ranks.
+        Requests only for directions leading to another rank: a message to oneself
+        (``SELF``: a periodic axis not split over ranks) is a copy in the unpack phase, and
+        none goes beyond a non-periodic boundary. The message from direction ``k`` is the one
+        its sender sends towards the opposite direction: tags say direction and field group.
         """
         node, uid = self.node, self.uid
-        offsets = node.direction_offsets
-        opposite = {k: offsets.index(tuple(-o for o in d)) for k, d in enumerate(offsets)}
-        count = 2 * len(offsets)
-        init = [
-            "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
-            f"MPI_Comm_rank(comm, &__state->{uid}_me);",
-            f"const int me = __state->{uid}_me;",
-        ]
+        opposite = self.opposite
+        count = len(self.recvs) + len(self.sends)
+        init = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);"]
         for m in self.recvs + self.sends:
             init += [f"if ({self._remote(m)}) {line}" for line in self._allocate_mirror(m)]
-        segments = max(len(self.recvs), len(self.sends), 1)
-        init += [
-            "int n = 0;",
-            f"for (int k = 0; k < {len(offsets)}; ++k) {{",
-            "    const int p = peers[k];",
-            "    bool first = p >= 0 && p != me;  // the first direction leading to rank p",
-            "    for (int j = 0; j < k; ++j) first = first && peers[j] != p;",
-            "    if (!first) continue;",
-            f"    int c, lengths[{segments}];",
-            f"    MPI_Aint at[{segments}];",
-            "    MPI_Datatype message;",
-        ]
-        by_sender = sorted(self.recvs, key=lambda m: (opposite[m.direction], m.field))
-        by_direction = sorted(self.sends, key=lambda m: (m.direction, m.field))
-        for kind, messages in (("Recv", by_sender), ("Send", by_direction)):
-            init.append("    c = 0;")
-            init += [
-                f"    if (peers[{m.direction}] == p) {{ MPI_Get_address({self._wire(m.name)}, "
-                f"&at[c]); lengths[c++] = {symstr(m.nbytes, cpp_mode=True)}; }}"
-                for m in messages
-            ]
-            init += [
-                "    MPI_Type_create_hindexed(c, lengths, at, MPI_BYTE, &message);",
-                "    MPI_Type_commit(&message);",
-                f"    MPI_{kind}_init(MPI_BOTTOM, 1, message, p, {node.tag_base}, comm, &"
-                + f"__state->{uid}_requests[n++]);",
-                "    MPI_Type_free(&message);",
-            ]
-        init.append("}")
+        init.append("int n = 0;")
+        for m in self.recvs:  # from the neighbour's message towards the opposite direction
+            tag = node.tag(opposite[m.direction], m.group)
+            init.append(
+                f"if ({self._remote(m)}) MPI_Recv_init({self._wire(m.name)}, "
+                f"{symstr(m.nbytes, cpp_mode=True)}, MPI_BYTE, peers[{m.direction}], {tag}, "
+                f"comm, &__state->{uid}_requests[n++]);"
+            )
+        for m in self.sends:
+            tag = node.tag(m.direction, m.group)
+            init.append(
+                f"if ({self._remote(m)}) MPI_Send_init({self._wire(m.name)}, "
+                f"{symstr(m.nbytes, cpp_mode=True)}, MPI_BYTE, peers[{m.direction}], {tag}, "
+                f"comm, &__state->{uid}_requests[n++]);"
+            )
         init.append(f"__state->{uid}_count = n;")
         run = []
-        sent = {(m.field, m.direction): m for m in self.sends}
-        for m in self.recvs:  # to oneself: the message is the opposite direction's
-            source = sent.get((m.field, opposite[m.direction]))
-            if source is not None:
-                run.append(
-                    f"if (peers[{m.direction}] == __state->{uid}_me) "
-                    + self._copy(f"_{m.name}", f"_{source.name}", source.nbytes)
-                )
         if self.gpu:  # the packed messages to the host; MPI may only read them after this
             run += [f"if ({self._remote(m)}) {self._stage(m, to_host=True)}" for m in self.sends]
             run.append(
@@ -287,7 +316,6 @@ if (!__state->{uid}_ready) {{
         fields = [
             f"MPI_Request {uid}_requests[{max(count, 1)}];",
             f"int {uid}_count = 0;",
-            f"int {uid}_me = -1;",
             f"int {uid}_ready = 0;",
         ]
         if self.gpu:
@@ -295,7 +323,7 @@ if (!__state->{uid}_ready) {{
         tasklet = state.add_tasklet(
             f"{uid}_mpi_start",
             ["peers", "comm_handle"] + [f"_{m.name}" for m in self.sends],
-            [f"_{m.name}" for m in self.recvs] + ([TOKEN] if self.node.phase == "start" else []),
+            [f"_{m.name}" for m in self.recvs] + (["token"] if self.node.phase == "start" else []),
             code,
             language=dtypes.Language.CPP,
             side_effects=True,
@@ -305,13 +333,12 @@ if (!__state->{uid}_ready) {{
         # tasklet connectors must not be named like arrays: "peers" reads "_peers"
         for connector, name in (("peers", "_peers"), ("comm_handle", "_comm")):
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, connector)
-        packed = {n.data: n for n in state.data_nodes() if state.in_degree(n) > 0}
-        for m in self.sends:
-            connect_whole(state, self.sdfg, packed[m.name], tasklet, f"_{m.name}")
+        for m in self.sends:  # packed in the states before
+            connect_whole(state, self.sdfg, state.add_read(m.name), tasklet, f"_{m.name}")
         for m in self.recvs:  # orders the wait after the start
             connect_whole(state, self.sdfg, tasklet, state.add_write(m.name), f"_{m.name}")
         if self.node.phase == "start":
-            connect_whole(state, self.sdfg, tasklet, state.add_write(TOKEN), TOKEN)
+            connect_whole(state, self.sdfg, tasklet, state.add_write(TOKEN), "token")
 
     def _add_wait(self, state: dace.SDFGState) -> None:
         uid = self.uid
@@ -319,7 +346,7 @@ if (!__state->{uid}_ready) {{
         if self.gpu:  # received messages to the device, on the stream: no host wait
             code += [f"if ({self._remote(m)}) {self._stage(m, to_host=False)}" for m in self.recvs]
         names = [m.name for m in self.recvs]
-        token = [TOKEN] if self.node.phase == "finish" else []
+        token = ["token"] if self.node.phase == "finish" else []
         tasklet = state.add_tasklet(
             f"{uid}_mpi_wait",
             ["peers"] + [f"_{n}_in" for n in names] + token,
@@ -329,26 +356,15 @@ if (!__state->{uid}_ready) {{
             side_effects=True,
         )
         connect_whole(state, self.sdfg, state.add_read("_peers"), tasklet, "peers")
-        unpacked = {n.data: n for n in state.data_nodes() if state.out_degree(n) > 0}
-        for name in names:  # the unpack maps read the buffer after the wait
+        for name in names:  # unpacked in the states after
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, f"_{name}_in")
-            connect_whole(state, self.sdfg, tasklet, unpacked[name], f"_{name}")
+            connect_whole(state, self.sdfg, tasklet, state.add_write(name), f"_{name}")
         if token:
-            connect_whole(state, self.sdfg, state.add_read(TOKEN), tasklet, TOKEN)
+            connect_whole(state, self.sdfg, state.add_read(TOKEN), tasklet, "token")
 
     def _remote(self, m: _Message) -> str:
         """C condition: the message goes to (comes from) another rank."""
-        k = m.direction
-        return f"peers[{k}] >= 0 && peers[{k}] != __state->{self.uid}_me"
-
-    def _copy(self, dst: str, src: str, nbytes: Any) -> str:
-        size = symstr(nbytes, cpp_mode=True)
-        if self.gpu:  # on the program's stream, between the pack and unpack kernels
-            return (
-                f"DACE_GPU_CHECK(cudaMemcpyAsync({dst}, {src}, {size}, "
-                "cudaMemcpyDeviceToDevice, __dace_current_stream));"
-            )
-        return f"memcpy({dst}, {src}, {size});"
+        return f"peers[{m.direction}] >= 0"
 
     def _wire(self, name: str) -> str:
         """What MPI reads or writes: the buffer, or on a GPU its pinned host mirror."""

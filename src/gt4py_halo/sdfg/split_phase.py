@@ -23,7 +23,7 @@ import dace
 from dace.frontend.common import op_repository as oprepo
 from dace.frontend.python.common import DaceSyntaxError
 
-from gt4py_halo.sdfg.graph import add_persistent
+from gt4py_halo.sdfg.message_buffers import message_buffers
 from gt4py_halo.sdfg.phases import TOKEN
 
 
@@ -130,7 +130,10 @@ def check_all_finished(sdfg: dace.SDFG) -> None:
 
 
 def connect_pairs(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) -> int:
-    """Give each start/finish pair the receive buffers they share; return how many pairs."""
+    """Give each finish its start's receive buffers; return how many pairs.
+
+    Runs after ``message_buffers.attach_message_buffers`` created the start's buffers.
+    """
     pairs = 0
     for node, state in list(sdfg.all_nodes_recursive()):
         if not (isinstance(node, exchange_nodes) and node.phase == "start"):
@@ -152,17 +155,14 @@ def connect_pairs(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) -> int:
                 "ex.start(...) returned"
             )
         finish, finish_state = finishes[0]
-        outer = {e.dst_conn: graph.arrays[e.data.data] for e in state.in_edges(node)}
-        fields = [outer[f"_f{i}"] for i in range(node.field_count)]
-        device = any(f.storage == dace.StorageType.GPU_Global for f in fields)
-        expansion = type(node).implementations[node.implementation or node.default_implementation]
-        for name, shape, dtype in expansion.receive_buffers(node, outer):
-            add_persistent(graph, name, shape, dtype, device)
-            whole = dace.Memlet.from_array(name, graph.arrays[name])
-            node.add_out_connector(name)
-            state.add_edge(node, name, state.add_write(name), None, whole)
-            finish.add_in_connector(name)
-            finish_state.add_edge(finish_state.add_read(name), None, finish, name, copy.copy(whole))
+        for name, _, _, receiving in message_buffers(node, state):
+            if receiving:  # created for the start by attach_message_buffers
+                whole = dace.Memlet.from_array(name, graph.arrays[name])
+                finish.add_in_connector(name)
+                finish_state.add_edge(finish_state.add_read(name), None, finish, name, whole)
+                finish.add_out_connector(name, force=True)  # its wait writes them (GPU staging)
+                write = finish_state.add_write(name)
+                finish_state.add_edge(finish, name, write, None, copy.deepcopy(whole))
         graph.arrays[token] = dace.data.Array(  # host memory: only the MPI tasklets touch it
             dace.int8, [1], transient=True, storage=dace.StorageType.CPU_Heap
         )

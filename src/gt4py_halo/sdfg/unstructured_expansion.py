@@ -52,14 +52,13 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
         fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
         sends = _messages(node, fields, sdfg.arrays, "send")
         recvs = _messages(node, fields, sdfg.arrays, "recv")
-        for name, shape, dtype, *_ in recvs:  # a split pair's are the enclosing SDFG's
-            if name not in sdfg.arrays:
+        for name, shape, dtype, *_ in sends + recvs:  # the enclosing SDFG's (message_buffers)
+            if name not in sdfg.arrays and packs(node.phase):  # lowered without attaching
                 add_persistent(sdfg, name, shape, dtype)
         state = sdfg.add_state("begin")
         if packs(node.phase):
             state = sdfg.add_state_after(state, "pack")
-            for name, shape, dtype, i, _ in sends:
-                add_persistent(sdfg, name, shape, dtype)
+            for name, shape, _, i, _ in sends:
                 _add_indirect_copy(state, node.uid, i, name, "send", shape[0], fields[i])
             _add_start(state, sdfg, node, sends, recvs)
         if unpacks(node.phase):
@@ -70,11 +69,15 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
         return sdfg
 
     @staticmethod
-    def receive_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any]]:
-        """(name, shape, dtype) of the buffers a split pair shares; ``outer``: connector ->
-        descriptor of the node's arguments."""
+    def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
+        """(name, shape, dtype, receiving) of the node's buffers (``message_buffers.py``);
+        ``outer``: connector -> descriptor of the node's inputs."""
         fields = [outer[f"_f{i}"] for i in range(node.field_count)]
-        return [m[:3] for m in _messages(node, fields, outer, "recv")]
+        return [
+            (*m[:3], kind == "recv")
+            for kind in ("send", "recv")
+            for m in _messages(node, fields, outer, kind)
+        ]
 
 
 def _messages(node: Any, fields: list, arrays: dict[str, Any], kind: str) -> list[tuple]:
@@ -167,7 +170,7 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
     tasklet = state.add_tasklet(
         f"{uid}_mpi_start",
         list(plan_inputs) + [f"_{name}" for name, *_ in sends],
-        [f"_{name}" for name, *_ in recvs] + ([TOKEN] if node.phase == "start" else []),
+        [f"_{name}" for name, *_ in recvs] + (["token"] if node.phase == "start" else []),
         code,
         language=dtypes.Language.CPP,
         side_effects=True,
@@ -186,13 +189,13 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
     for name, *_ in recvs:
         connect_whole(state, sdfg, tasklet, state.add_write(name), f"_{name}")
     if node.phase == "start":
-        connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN)
+        connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), "token")
 
 
 def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list) -> None:
     uid = node.uid
     names = [name for name, *_ in recvs]
-    token = [TOKEN] if node.phase == "finish" else []
+    token = ["token"] if node.phase == "finish" else []
     tasklet = state.add_tasklet(
         f"{uid}_mpi_wait",
         [f"_{n}_in" for n in names] + token,
@@ -206,4 +209,4 @@ def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list) ->
         connect_whole(state, sdfg, state.add_read(name), tasklet, f"_{name}_in")
         connect_whole(state, sdfg, tasklet, scattered[name], f"_{name}")
     if token:
-        connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN)
+        connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, "token")
