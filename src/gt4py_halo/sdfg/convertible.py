@@ -154,7 +154,7 @@ def exchange_sdfg(
             halo=list(data.decomposition.halo),
             directions=directions,
             field_count=len(descriptors),
-            tag_base=data.allocate_tags(len(directions) * len(descriptors)),
+            tag_base=data.allocate_tags(len(descriptors)),  # one per field group
             phase=phase,
         )
         plan_arrays = {"_peers": "peers"}

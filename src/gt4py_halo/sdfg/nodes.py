@@ -75,10 +75,6 @@ class HaloExchange(nodes.LibraryNode):
         ndim = len(self.halo) // 2
         return [tuple(self.directions[k : k + ndim]) for k in range(0, len(self.directions), ndim)]
 
-    def tag(self, direction_index: int, group: int) -> int:
-        """Tag of the message of field group ``group`` sent towards ``direction_index``."""
-        return self.tag_base + direction_index * self.field_count + group
-
 
 @dace.library.node
 class UnstructuredHaloExchange(nodes.LibraryNode):
