@@ -19,6 +19,7 @@ back. Timed per iteration, reported per step (half an iteration):
 
 and, for the pure communication time of the same fields in the same run (per exchange):
 
+- ``x-compiled``: a ``@gh.program`` of the exchanges alone (the compiled exchange by itself);
 - ``x-ours-mpi``: the runtime exchange ``ex.exchange(*u)`` (the same field set every time, so
   its checks and views are cached, as in ``benchmarks/runtime_exchange.py``);
 - ``x-mpi4py``: the hand-written mpi4py + NumPy exchange of ``benchmarks/runtime_exchange.py``.
@@ -142,7 +143,8 @@ def compile_stencils(comm: MPI.Comm) -> None:
 
 
 def compiled_steps(ex: gh.Exchange, comm: MPI.Comm, nfields: int) -> dict[str, Callable]:
-    """``@gh.program`` steps: two steps with exchanges (``a``) and without (``c``)."""
+    """``@gh.program`` steps: two steps with exchanges (``a``) and without (``c``), and two
+    exchanges alone (``x``)."""
     if nfields == 1:
 
         @gh.program(comm=comm)
@@ -157,7 +159,12 @@ def compiled_steps(ex: gh.Exchange, comm: MPI.Comm, nfields: int) -> dict[str, C
             diffuse_1(u, v, i0, i1, j0, j1, k1)
             diffuse_1(v, u, i0, i1, j0, j1, k1)
 
-        return {"a": step_a, "c": step_c}
+        @gh.program(comm=comm)
+        def exchanges_x(u):
+            ex.exchange(u)
+            ex.exchange(u)
+
+        return {"a": step_a, "c": step_c, "x": exchanges_x}
 
     assert nfields == 10
 
@@ -197,7 +204,12 @@ def compiled_steps(ex: gh.Exchange, comm: MPI.Comm, nfields: int) -> dict[str, C
             i0, i1, j0, j1, k1,
         )  # fmt: skip
 
-    return {"a": step_a10, "c": step_c10}
+    @gh.program(comm=comm)
+    def exchanges_x10(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9):
+        ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
+        ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
+
+    return {"a": step_a10, "c": step_c10, "x": exchanges_x10}
 
 
 @dataclasses.dataclass
@@ -242,7 +254,7 @@ def implementations(
     stencil = diffuse_1 if len(u) == 1 else diffuse_10
     ex = gh.make_exchange(d, backend="mpi")
     comm = d.comm
-    step_a, step_c = compiled["a"], compiled["c"]
+    step_a, step_c, exchanges_x = compiled["a"], compiled["c"], compiled["x"]
     hand = HandWrittenExchange(d, [f.ndarray for f in u])
 
     def a() -> None:
@@ -267,6 +279,9 @@ def implementations(
         stencil(*u, *v, *b)
         stencil(*v, *u, *b)
 
+    def x_compiled() -> None:
+        exchanges_x(*u)
+
     def x_ours() -> None:
         ex.exchange(*u)
         ex.exchange(*u)
@@ -281,6 +296,7 @@ def implementations(
         "c-compiled-noex": c,
         "d-python-barrier": d_barrier,
         "e-python-noex": e_noex,
+        "x-compiled": x_compiled,
         "x-ours-mpi": x_ours,
         "x-mpi4py": x_mpi4py,
     }
@@ -343,10 +359,11 @@ def run_case(case: Case, repeats: int, sample_s: float) -> dict:
     # compile (rank 0) and load (all) every compiled program once, on throwaway fields
     compile_s = {}
     scratch = initial_fields(d, case.nfields)
-    for key in ("a", "c"):
+    for key in ("a", "c", "x"):
         comm.Barrier()
         t0 = time.perf_counter()
-        compiled[key](*scratch.u, *scratch.v, *scratch.bounds)
+        args = scratch.u if key == "x" else (*scratch.u, *scratch.v, *scratch.bounds)
+        compiled[key](*args)
         compile_s[key] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
         log(f"# {case.name}: compiled program {key} built and loaded in {compile_s[key]:.1f} s")
     del scratch
@@ -413,8 +430,11 @@ def report(results: Sequence[dict], repeats: int) -> str:
             "target 2: (a-L) <= 1.5 x pure communication on large"
         ),
         "",
-        "| case | L | a-L | b-L | d-L | b-e | (a-L)/(b-L) | (a-L)/x-mpi4py | (a-L)/x-ours-mpi |",
-        "|---|---|---|---|---|---|---|---|---|",
+        (
+            "| case | L | a-L | b-L | d-L | b-e | (a-L)/(b-L) | (a-L)/x-mpi4py | (a-L)/x-ours-mpi "
+            "| x-compiled/x-mpi4py |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for res in results:
         med = {n: float(np.median(res["samples"][n])) for n in names}
@@ -430,12 +450,15 @@ def report(results: Sequence[dict], repeats: int) -> str:
             f"{(a - low) / (b - low):.2f}",
             f"{(a - low) / comm1:.2f}",
             f"{(a - low) / comm2:.2f}",
+            f"{med['x-compiled'] / comm1:.2f}",
         ]
         lines.append(f"| {res['case'].label} | " + " | ".join(cells) + " |")
     lines += ["", "Compile + load time of the @gh.program steps (first call, slowest rank)", ""]
     for res in results:
         cs = res["compile_s"]
-        lines.append(f"- {res['case'].label}: a {cs['a']:.1f} s, c {cs['c']:.1f} s")
+        lines.append(
+            f"- {res['case'].label}: a {cs['a']:.1f} s, c {cs['c']:.1f} s, x {cs['x']:.1f} s"
+        )
     return "\n".join(lines)
 
 

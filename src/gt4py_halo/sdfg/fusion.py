@@ -1,11 +1,11 @@
 """Fusion of the lowered exchanges' copy maps: fewer loops on a CPU, fewer kernels on a GPU.
 
-The MPI expansion writes one pack map and one unpack map per field and direction (labels
-``<uid>_pack_<field>_<direction>`` / ``<uid>_unpack_<field>_<direction>``), each in the
-field's own index space. Maps of one exchange and one direction over fields of the same shape
-have the same ranges (``Program`` gives such fields the same shape symbols), so DaCe's
-``MapFusionHorizontal`` merges them into one map whose body copies every field: one loop
-nest, or one GPU kernel, per direction instead of one per field and direction.
+The MPI expansion writes one pack, unpack or self-copy map per field group and direction
+(labels ``<uid>_<kind>_<group>_<direction>``), each in the fields' own index space; a group
+(fields of one shape and dtype) is copied by one map from the start. Groups of the same shape
+but different dtypes have maps of the same ranges (``Program`` gives arguments of one shape
+the same shape symbols), so DaCe's ``MapFusionHorizontal`` merges them: one loop nest, or one
+GPU kernel, per direction and shape.
 
 ``fuse_exchange_maps`` returns what it fused (``FusionReport``), and logs it at debug level
 (logger ``gt4py_halo.sdfg.fusion``); ``Program.fusion_report`` gives it for a step.
@@ -23,9 +23,9 @@ from dace.transformation.dataflow import MapFusionHorizontal
 
 log = logging.getLogger(__name__)
 
-#: Labels of the copy maps the MPI expansion writes: uid, kind, field, direction.
+#: Labels of the copy maps the MPI expansion writes: uid, kind, group, direction.
 COPY_MAP_LABEL = re.compile(
-    r"^(?P<uid>.+)_(?P<kind>pack|unpack|self)_(?P<field>\d+)_(?P<direction>\d+)(_map)?$"
+    r"^(?P<uid>.+)_(?P<kind>pack|unpack|self)_(?P<group>\d+)_(?P<direction>\d+)(_map)?$"
 )
 
 

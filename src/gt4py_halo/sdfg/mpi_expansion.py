@@ -229,14 +229,20 @@ class _Lowering:
 
     def _add_copies(self, arenas: list[_Arena], k: int, kind: str, state: dace.SDFGState) -> None:
         """Pack the fields into (``kind="pack"``) or unpack them from direction ``k``'s
-        segments of their arenas."""
+        segments of their arenas: one map per field group, copying all its fields (built
+        fused: DaCe's ``MapFusionHorizontal`` spent minutes propagating the arena's flat
+        indices when it fused one map per field)."""
         for arena in arenas:
             for segment in (s for s in arena.segments if s.direction == k):
+                copies, box = [], self._box(segment.bounds, segment.box)
+                end = segment.offset + len(arena.fields) * segment.size
+                whole = {arena.name: f"{symstr(segment.offset)}:{symstr(end)}"}
                 for j, i in enumerate(arena.fields):
                     field = f"_f{i}[{self._params(segment)}]"
                     flat = f"{arena.name}[{self._flat(segment, j)}]"
-                    src, dst = (field, flat) if kind == "pack" else (flat, field)
-                    self._add_map(state, f"{self.uid}_{kind}_{i}_{k}", segment, src, dst)
+                    copies.append((field, flat) if kind == "pack" else (flat, field))
+                    whole[f"_f{i}"] = box
+                self._add_map(state, f"{self.uid}_{kind}_{arena.group}_{k}", segment, copies, whole)
 
     def _add_self_copies(self, k: int, state: dace.SDFGState) -> None:
         """Direction ``k``'s halo from this rank's own cells: what it would have sent itself
@@ -252,11 +258,12 @@ class _Lowering:
                     ]
                     + [f"l{d}" for d in range(len(segment.box) - self.ndim)]
                 )
-                for i in arena.fields:
-                    dst = f"_f{i}[{self._params(segment)}]"
-                    self._add_map(
-                        state, f"{self.uid}_self_{i}_{k}", segment, f"_f{i}[{shifted}]", dst
-                    )
+                here = self._params(segment)
+                copies = [(f"_f{i}[{shifted}]", f"_f{i}[{here}]") for i in arena.fields]
+                reads = {f"_f{i}": self._box(source.bounds, segment.box) for i in arena.fields}
+                writes = {f"_f{i}": self._box(segment.bounds, segment.box) for i in arena.fields}
+                label = f"{self.uid}_self_{arena.group}_{k}"
+                self._add_map(state, label, segment, copies, reads, writes)
 
     def _params(self, segment: _Segment) -> str:
         levels = len(segment.box) - self.ndim
@@ -272,24 +279,46 @@ class _Lowering:
             terms.append(f"({param} - ({symstr(start)})) * ({symstr(stride)})")
         return " + ".join(terms)
 
+    def _box(self, bounds: list[tuple[Any, Any]], box: list[Any]) -> str:
+        """The range of a box in a field: ``bounds``, then all levels."""
+        ranges = [f"{symstr(a)}:{symstr(b)}" for a, b in bounds]
+        return ", ".join(ranges + [f"0:{symstr(n)}" for n in box[self.ndim :]])
+
     def _add_map(
-        self, state: dace.SDFGState, label: str, segment: _Segment, src: str, dst: str
+        self,
+        state: dace.SDFGState,
+        label: str,
+        segment: _Segment,
+        copies: list[tuple[str, str]],
+        reads: dict[str, str],
+        writes: dict[str, str] | None = None,
     ) -> None:
-        """A copy map over ``segment``'s box (in the field's index space): ``dst = src``."""
+        """A copy map over ``segment``'s box (in the fields' index space): ``dst = src`` for
+        each (src, dst) of ``copies``.
+
+        The memlets outside the map are given (``reads``, ``writes``: array -> range; by
+        default the same), not propagated: DaCe's propagation of the arenas' flat indices
+        took most of a large step's build (40 s for one 10-field exchange)."""
         levels = segment.box[self.ndim :]
         ranges = {f"h{d}": f"{symstr(a)}:{symstr(b)}" for d, (a, b) in enumerate(segment.bounds)}
         ranges.update({f"l{d}": f"0:{symstr(n)}" for d, n in enumerate(levels)})
-        state.add_mapped_tasklet(
+        _, entry, exit_ = state.add_mapped_tasklet(
             label,
             ranges,
-            {"_in": dace.Memlet(src)},
-            "_out = _in",
-            {"_out": dace.Memlet(dst)},
+            {f"_in{n}": dace.Memlet(src) for n, (src, _) in enumerate(copies)},
+            "\n".join(f"_out{n} = _in{n}" for n in range(len(copies))),
+            {f"_out{n}": dace.Memlet(dst) for n, (_, dst) in enumerate(copies)},
             # on a CPU one thread, as the runtime exchange: halo strips are small, and an
             # OpenMP region per copy map cost more than it saved
             schedule=dtypes.ScheduleType.Default if self.gpu else dtypes.ScheduleType.Sequential,
             external_edges=True,
+            propagate=False,
         )
+        writes = reads if writes is None else writes
+        for e in state.in_edges(entry):
+            e.data = dace.Memlet(f"{e.data.data}[{reads[e.data.data]}]")
+        for e in state.out_edges(exit_):
+            e.data = dace.Memlet(f"{e.data.data}[{writes[e.data.data]}]")
 
     def _add_start(self, state: dace.SDFGState) -> None:
         """Create the requests on the first call, then start them.
