@@ -1,5 +1,0 @@
-#include <dace/dace.h>
-typedef void * exchange_only_4f949f25f4df6f01Handle_t;
-extern "C" exchange_only_4f949f25f4df6f01Handle_t __dace_init_exchange_only_4f949f25f4df6f01(int __a_size0, int __a_size1, int __a_stride0, int __a_stride1, int __b_size0, int __b_size1, int __b_size2, int __b_stride0, int __b_stride1, int __b_stride2, int __c_size0, int __c_size1, int __c_size2, int __c_stride0, int __c_stride1, int __c_stride2);
-extern "C" int __dace_exit_exchange_only_4f949f25f4df6f01(exchange_only_4f949f25f4df6f01Handle_t handle);
-extern "C" void __program_exchange_only_4f949f25f4df6f01(exchange_only_4f949f25f4df6f01Handle_t handle, int * __restrict__ __halo_comm_2, int * __restrict__ __halo_peers_2, double * __restrict__ a, int * __restrict__ b, float * __restrict__ c, int __a_size0, int __a_size1, int __a_stride0, int __a_stride1, int __b_size0, int __b_size1, int __b_size2, int __b_stride0, int __b_stride1, int __b_stride2, int __c_size0, int __c_size1, int __c_size2, int __c_stride0, int __c_stride1, int __c_stride2);

@@ -1,1 +1,0 @@
-#define __HASH_exchange_only_4f949f25f4df6f01 "8e1a4a169c718ad602dbb7459e8877b8c23758a9712412fea6938ff9734cca59"

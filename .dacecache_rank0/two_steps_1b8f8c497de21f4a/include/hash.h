@@ -1,1 +1,0 @@
-#define __HASH_two_steps_1b8f8c497de21f4a "8f615c9575fd53efa8e26bacbc6006337e79eb567c81f288d981a2f6d00c4290"

@@ -1,1 +1,0 @@
-#define __HASH_two_steps_867dfecae099c8b6 "b4b2e311cd9153a672f94cf6b1a656f13ac1ccada6e1687b8f5b9160c8849808"
