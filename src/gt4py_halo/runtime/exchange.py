@@ -4,8 +4,9 @@
 transport chosen at construction. Blocking ``exchange`` is ``start`` followed by ``finish``.
 
 Both are objects rather than methods: called from Python they exchange now; called inside a
-``@gh.program`` (or ``@dace.program``) DaCe turns them into exchange nodes through their
-``__sdfg__`` protocol (``sdfg/convertible.py``).
+``@gh.program`` DaCe turns them into exchange nodes through their ``__sdfg__`` protocol
+(``sdfg/convertible.py``). A blocking ``ex.exchange`` also works in a plain ``@dace.program``
+(DaCe's default expansion); a split pair needs ``@gh.program``, whose lowering pairs it.
 """
 
 from __future__ import annotations

@@ -1,32 +1,32 @@
 """The MPI expansion of ``HaloExchange``: pack maps, persistent requests, unpack maps.
 
-The node becomes a nested SDFG of two states (a split pair: ``start`` the first, ``finish``
-the second):
+Fields of the same shape and dtype form a *group*; each group has one send and one receive
+*arena*, a flat buffer holding every direction's boxes (*segments*) back to back. The node
+becomes a nested SDFG (a split pair: the ``start`` node the part up to ``MPI_Startall``, the
+``finish`` node the rest):
 
-1. ``pack``: one map per field and direction, written in the field's own index space
-   (``sbuf[i - a, j - b, k] = f[i, j, k]`` over the send box), so that it can fuse with other
-   maps (``fusion.py``); then one C++ tasklet that creates persistent requests on its first
-   run (``MPI_Recv_init`` / ``MPI_Send_init`` on the node's communicator, for neighbours on
-   other ranks only), copies the messages a rank sends itself (a periodic axis not split over
-   ranks) straight into their receive buffers, and starts the requests (``MPI_Startall``).
-2. ``unpack``: one tasklet that waits for the requests (``MPI_Waitall``), then one map per
-   field and direction writing the receive buffer into the halo. Beyond a non-periodic
-   boundary there is no neighbour: the unpack map writes back what the halo already held.
+1. per direction leading to another rank, one **pack** map per group, written in the fields'
+   own index space (so it can fuse with other maps, ``fusion.py``), into the send arena;
+2. a **start** tasklet: on its first run it creates the persistent requests, per group one
+   each way per neighbour rank (``_requests``); then ``MPI_Startall``;
+3. a **wait** tasklet (``MPI_Waitall``);
+4. per direction, on what lies there (``_peers[k]``, a run-time value: a conditional block):
+   another rank: one **unpack** map per group from the receive arena; the rank itself
+   (``SELF``, a periodic axis not split over ranks): one **self-copy** map per group, owned
+   cells straight to the halo; nothing beyond an open boundary (the halo keeps what it held).
 
 Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
-runtime plan is built from), the buffers are persistent transients (allocated once per
-program, sized by the fields' shapes) and the requests live in the program's state struct:
-an exchange allocates nothing and creates no request after its first call. One message per
-field and direction, tagged by both; the receiver of direction ``d`` matches the sender's
-``-d``.
+runtime plan is built from). Arenas are persistent arrays of the SDFG holding the node
+(``message_buffers.py``), and the requests live in the program's state struct under the
+node's ``uid``: an exchange allocates nothing and creates no request after its first call.
 
-GPU fields (``GPU_Global`` storage) get device buffers, so the pack and unpack maps become
-kernels on the program's stream. The PyPI MPICH is not CUDA-aware: MPI works on pinned host
-mirrors of the buffers (in the state struct, allocated on the first call), and the MPI
-tasklets copy to and from them asynchronously on the program's stream. The start tasklet then
-synchronizes the stream once — the one host wait standard MPI needs before sending; the wait
-tasklet's copies back need none. The MPI tasklets are labelled ``*_mpi_start`` /
-``*_mpi_wait`` so that the GPU transformation keeps them on the host
+GPU fields (``GPU_Global`` storage) get device arenas, so the copy maps become kernels on the
+program's stream. The PyPI MPICH is not CUDA-aware: MPI works on pinned host mirrors of the
+arenas (in the state struct, allocated on the first call), and the MPI tasklets copy the
+segments of remote directions to and from them asynchronously on the program's stream. The
+start tasklet then synchronizes the stream once — the one host wait standard MPI needs before
+sending; the wait tasklet's copies back need none. The MPI tasklets are labelled
+``*_mpi_start`` / ``*_mpi_wait`` so that the GPU transformation keeps them on the host
 (``HOST_TASKLET_SUFFIXES``).
 """
 
@@ -48,7 +48,7 @@ from dace.transformation.transformation import ExpandTransformation
 from gt4py_halo.decomposition.cartesian import direction_box
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
-from gt4py_halo.sdfg.phases import TOKEN, packs, unpacks
+from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
 
 @dace.library.expansion
@@ -329,8 +329,8 @@ class _Lowering:
         (``SELF``) is a copy in the unpack phase; none goes beyond an open boundary.
         """
         node, uid = self.node, self.uid
-        ndir = len(node.direction_offsets)
-        count = 2 * ndir * max(len(self.sends), len(self.recvs), 1)
+        # at most one request per arena and direction (each leads to at most one new rank)
+        count = max(len(node.direction_offsets) * (len(self.sends) + len(self.recvs)), 1)
         init = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);", "int n = 0;"]
         for arena, kind in [(a, "Recv") for a in self.recvs] + [(a, "Send") for a in self.sends]:
             init += self._allocate_mirror(arena)
@@ -371,7 +371,8 @@ if (!__state->{uid}_ready) {{
         tasklet = state.add_tasklet(
             f"{uid}_mpi_start",
             ["peers", "comm_handle"] + [f"_{a.name}" for a in self.sends],
-            [f"_{a.name}" for a in self.recvs] + (["token"] if node.phase == "start" else []),
+            [f"_{a.name}" for a in self.recvs]
+            + ([TOKEN_CONNECTOR] if node.phase == "start" else []),
             code,
             language=dtypes.Language.CPP,
             side_effects=True,
@@ -386,7 +387,7 @@ if (!__state->{uid}_ready) {{
         for a in self.recvs:  # orders the wait after the start
             connect_whole(state, self.sdfg, tasklet, state.add_write(a.name), f"_{a.name}")
         if node.phase == "start":
-            connect_whole(state, self.sdfg, tasklet, state.add_write(TOKEN), "token")
+            connect_whole(state, self.sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
 
     def _requests(self, arena: _Arena, kind: str) -> list[str]:
         """C code creating ``arena``'s persistent requests, one per neighbour rank."""
@@ -447,7 +448,7 @@ if (!__state->{uid}_ready) {{
         if self.gpu:  # received messages to the device, on the stream: no host wait
             code += [line for a in self.recvs for line in self._stage(a, to_host=False)]
         names = [a.name for a in self.recvs]
-        token = ["token"] if self.node.phase == "finish" else []
+        token = [TOKEN_CONNECTOR] if self.node.phase == "finish" else []
         tasklet = state.add_tasklet(
             f"{uid}_mpi_wait",
             ["peers"] + [f"_{n}_in" for n in names] + token,
@@ -461,7 +462,7 @@ if (!__state->{uid}_ready) {{
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, f"_{name}_in")
             connect_whole(state, self.sdfg, tasklet, state.add_write(name), f"_{name}")
         if token:
-            connect_whole(state, self.sdfg, state.add_read(TOKEN), tasklet, "token")
+            connect_whole(state, self.sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
 
     def _wire(self, name: str) -> str:
         """What MPI reads or writes: the arena, or on a GPU its pinned host mirror."""

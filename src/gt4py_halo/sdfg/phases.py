@@ -8,8 +8,10 @@ start and read by the finish orders them and tells lowering which start a finish
 from __future__ import annotations
 
 PHASES = ("exchange", "start", "finish")
-#: The connector through which a start hands its token to its finish.
+#: The connector (and array of the expansion) through which a start hands its token to its
+#: finish, and the name of the MPI tasklets' connector to it (not named like the array).
 TOKEN = "_token"
+TOKEN_CONNECTOR = "token"
 
 
 def phase_connectors(phase: str, field_count: int, plan: list[str]) -> tuple[list[str], list[str]]:

@@ -55,14 +55,15 @@ class Program:
 
     def __call__(self, *args: Any) -> None:
         values = [_plain(a) for a in args]
-        compiled, fixed = self._build(values)
         last = self._last_call
-        if last is not None and last[0] is compiled and _same_objects(values, *last[1:3]):
-            compiled.fast_call(*last[3])  # a model calls its step with the same fields
+        if last is not None and _same_objects(values, *last[1:3]):
+            last[0].fast_call(*last[3])  # a model calls its step with the same fields
             return
+        layouts = _layout_symbols(values)
+        compiled, fixed = self._build(values, layouts)
         arguments = dict(fixed)
         arguments.update(zip(self._dace_program.argnames, values))
-        for value, layout in zip(values, _layout_symbols(values)):
+        for value, layout in zip(values, layouts):
             if layout is not None:  # the symbolic shapes and strides of _symbolic_descriptor
                 arguments.update(zip(layout[0], value.shape))
                 strides = zip(layout[1], _element_strides(value))
@@ -83,14 +84,15 @@ class Program:
         """Which exchange copy maps the pipeline fused for a call with ``args``."""
         return self._lower([_plain(a) for a in args])[1]
 
-    def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any]]:
-        """The compiled step for arguments like ``values``, and its arguments fixed per build.
+    def _build(self, values: list[Any], layouts: list) -> tuple[Any, dict[str, Any]]:
+        """The compiled step for arguments like ``values`` (whose ``_layout_symbols`` are
+        ``layouts``), and its arguments fixed per build.
 
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
         for: DaCe's general symbol inference costs milliseconds per call.
         """
-        key = (*(_signature(v) for v in values), *_layout_symbols(values))
+        key = (*(_signature(v) for v in values), *layouts)
         if key not in self._builds:
             sdfg, _ = self._lower(values)
             names = self._comm.allgather(sdfg.name)

@@ -24,7 +24,7 @@ from dace.transformation.transformation import ExpandTransformation
 from gt4py_halo.errors import FieldError
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
-from gt4py_halo.sdfg.phases import TOKEN, packs, unpacks
+from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
 
 @dace.library.expansion
@@ -170,7 +170,7 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
     tasklet = state.add_tasklet(
         f"{uid}_mpi_start",
         list(plan_inputs) + [f"_{name}" for name, *_ in sends],
-        [f"_{name}" for name, *_ in recvs] + (["token"] if node.phase == "start" else []),
+        [f"_{name}" for name, *_ in recvs] + ([TOKEN_CONNECTOR] if node.phase == "start" else []),
         code,
         language=dtypes.Language.CPP,
         side_effects=True,
@@ -189,13 +189,13 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
     for name, *_ in recvs:
         connect_whole(state, sdfg, tasklet, state.add_write(name), f"_{name}")
     if node.phase == "start":
-        connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), "token")
+        connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
 
 
 def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list) -> None:
     uid = node.uid
     names = [name for name, *_ in recvs]
-    token = ["token"] if node.phase == "finish" else []
+    token = [TOKEN_CONNECTOR] if node.phase == "finish" else []
     tasklet = state.add_tasklet(
         f"{uid}_mpi_wait",
         [f"_{n}_in" for n in names] + token,
@@ -209,4 +209,4 @@ def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list) ->
         connect_whole(state, sdfg, state.add_read(name), tasklet, f"_{name}_in")
         connect_whole(state, sdfg, tasklet, scattered[name], f"_{name}")
     if token:
-        connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, "token")
+        connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
