@@ -67,11 +67,13 @@ def bounds(d: gh.CartesianDecomposition) -> list:
     return [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
 
 
-def run_compiled(diffusion: ModuleType, d: gh.CartesianDecomposition, comm: MPI.Comm):
+def run_compiled(
+    diffusion: ModuleType, d: gh.CartesianDecomposition, comm: MPI.Comm, domain: list | None = None
+):
     step = make_step(diffusion, gh.make_exchange(d), comm)
     u, v, w = initial_fields(diffusion, d)
     for _ in range(CALLS):
-        step(u, v, w, *bounds(d))
+        step(u, v, w, *(domain or bounds(d)))
     return u.asnumpy(), w.asnumpy()
 
 
@@ -96,6 +98,23 @@ def test_compiled_step_equals_runtime_path_and_single_rank(diffusion: ModuleType
         alone, _ = run_compiled(diffusion, single, MPI.COMM_SELF)
         equal = bool(np.array_equal(gathered, alone[single.owned]))
     assert comm.bcast(equal, root=0), "gathered compiled result differs from one rank alone"
+
+
+def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:
+    """A stencil whose domain leaves out a strip of the owned cells does not fill its send
+    boxes: the exchange packs them itself (decided at run time), with the same bits as the
+    runtime path. (With the owned domain, above, the stencil fills them.)"""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    i0, i1, j0, j1 = bounds(d)
+    domain = [i0, i1, j0 + 1, j1]  # the first owned column is neither updated nor fused
+    compiled, compiled_w = run_compiled(diffusion, d, comm, domain)
+
+    ex = gh.make_exchange(d)
+    u, v, w = initial_fields(diffusion, d)
+    for _ in range(CALLS):
+        run_from_python(diffusion, ex, u, v, w, *domain)
+    np.testing.assert_array_equal(compiled, u.asnumpy())
+    np.testing.assert_array_equal(compiled_w, w.asnumpy())
 
 
 def test_compiled_exchange_fills_exact_halos(comm) -> None:
@@ -144,8 +163,30 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n in nodes)
     assert not lowered.callback_mapping, "a Python callback in the compiled step"
     maps = [copy_map_key(n.map.label) for n in nodes if isinstance(n, dace.nodes.MapEntry)]
+    # per direction, packed unless the producer stencil did (a run-time test), and unpacked
     assert sum(key[1] == "pack" for key in maps if key) == 2 * 8  # 8 directions in 2-D
     assert sum(key[1] == "unpack" for key in maps if key) == 2 * 8
+
+    # ex.start(v) right after the stencil writing v: that stencil's map packs v's messages;
+    # ex.exchange(u) at the top of the step has no producer in the step
+    producers = step.fusion_report(*args).producers  # of another parse: other uids
+    assert [labels for labels in producers.values()] == [["map_0_fieldop"]]
+    fused = [
+        (n, state)
+        for n, state in lowered.all_nodes_recursive()
+        if isinstance(n, dace.nodes.Tasklet) and n.label.endswith("_pack")
+    ]
+    assert len(fused) == 1, "one stencil map writes a send arena"
+    tasklet, state = fused[0]
+    assert state.entry_node(tasklet).map.label == "map_0_fieldop"  # inside the stencil map
+    (arena,) = {e.data.data for e in state.out_edges(tasklet)} - {"v"}
+    start_reads = {
+        e.data.data
+        for n, parent in lowered.all_nodes_recursive()
+        if isinstance(n, dace.nodes.NestedSDFG) and n.sdfg.name.endswith("_start")
+        for e in parent.in_edges(n)
+    }
+    assert {"v", arena} <= start_reads, "the split start sends what the stencil packed"
 
     code = lowered.generate_code()[0].clean_code
     assert code.count("MPI_Startall(") == 2 and code.count("MPI_Waitall(") == 2

@@ -66,6 +66,26 @@ def test_pack_and_unpack_are_kernels(generated):
         assert cuda.count("__global__") >= 2 * EXCHANGES * directions
 
 
+def test_stencil_kernel_packs_what_it_computed(generated):
+    """The map writing ``b`` right before ``ex.start(b)`` also writes ``b``'s send arena: its
+    kernel takes the arena; the pack kernels run only if its range missed a send box."""
+    body, cuda = generated
+    stencil = re.search(r"__global__ void\s+__launch_bounds__\(\d+\) \w*step_\w+\(([^)]*)\)", cuda)
+    assert stencil and re.search(r"double \* __restrict__ halo_\w+_sarena_0", stencil[1])
+    assert re.search(r"prepacked_\w+_pack", cuda), "the fused pack is device code"
+    unless_packed = re.findall(r"if \(\(\(\w+peers\[\d\] >= 0\) && \(! ", body)
+    assert len(unless_packed) == 8, "per direction, pack kernels unless the stencil packed"
+
+
+def test_plan_arrays_stay_on_the_host(generated):
+    """Neighbour ranks and communicator are read by host code only: no device copy of them,
+    and no copy at all but the staging of messages through the pinned mirrors."""
+    body, _ = generated
+    assert "gpu___halo" not in body
+    copies = [line for line in body.splitlines() if "cudaMemcpy" in line]
+    assert copies and all("_host" in line for line in copies)
+
+
 def test_mpi_stays_on_the_host(generated):
     body, cuda = generated
     assert body.count("MPI_Startall(") == EXCHANGES

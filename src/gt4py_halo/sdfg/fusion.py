@@ -31,17 +31,20 @@ COPY_MAP_LABEL = re.compile(
 
 @dataclasses.dataclass
 class FusionReport:
-    """Which copy maps were fused into one: ``(uid, kind, direction) -> labels``."""
+    """Which copy maps were fused into one (``fused``: ``(uid, kind, direction) -> labels``),
+    and which send arenas the stencils producing their fields fill (``producers``: arena ->
+    labels of the stencils' maps, ``producer_fusion.py``)."""
 
     fused: dict[tuple[str, str, int], list[str]] = dataclasses.field(default_factory=dict)
+    producers: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
-        if not self.fused:
-            return "no exchange copy maps fused"
-        return "; ".join(
+        parts = [
             f"{uid} {kind} direction {k}: {' + '.join(labels)}"
             for (uid, kind, k), labels in sorted(self.fused.items())
-        )
+        ]
+        parts += [f"{arena} packed by {', '.join(maps)}" for arena, maps in self.producers.items()]
+        return "; ".join(parts) or "no exchange copy maps fused"
 
 
 def copy_map_key(label: str) -> tuple[str, str, int] | None:

@@ -32,9 +32,7 @@ sending; the wait tasklet's copies back need none. The MPI tasklets are labelled
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -45,7 +43,7 @@ from dace.sdfg.state import ConditionalBlock, ControlFlowRegion
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
-from gt4py_halo.decomposition.cartesian import direction_box
+from gt4py_halo.sdfg.arenas import Arena, Segment, arenas, opposites
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
@@ -69,7 +67,7 @@ class ExpandHaloExchangeMPI(ExpandTransformation):
         return [
             (a.name, [a.length], a.dtype, not sending)
             for sending in (True, False)
-            for a in _arenas(node, fields, sending)
+            for a in arenas(node, fields, sending)
         ]
 
 
@@ -79,83 +77,6 @@ SELF = -2
 
 #: Label endings of the tasklets that call MPI: they must run on the host.
 HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait")
-
-
-@dataclasses.dataclass(frozen=True)
-class _Segment:
-    """The boxes towards (from) one direction of a field group, inside the group's arena:
-    field ``j`` of the group at ``offset + j * size``, each box in C order."""
-
-    direction: int
-    bounds: list[tuple[Any, Any]]
-    box: list[Any]  # extents of the box, then the levels
-    offset: Any
-
-    @property
-    def size(self) -> Any:
-        return math.prod(self.box)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Arena:
-    """The send (receive) buffer of a field group: all its directions' segments back to back."""
-
-    name: str
-    group: int
-    fields: tuple[int, ...]
-    dtype: Any
-    segments: list[_Segment]
-    length: Any
-
-
-def field_groups(fields: list[Any]) -> list[tuple[int, ...]]:
-    """The fields of one exchange that share buffers and messages: those of the same shape
-    and dtype (the arguments of one shape share their shape symbols, ``program.py``)."""
-    groups: dict[tuple, list[int]] = {}
-    for i, desc in enumerate(fields):
-        groups.setdefault((tuple(map(str, desc.shape)), desc.dtype), []).append(i)
-    return [tuple(g) for g in groups.values()]
-
-
-def _arenas(node: Any, fields: list[Any], sending: bool) -> list[_Arena]:
-    """The arenas ``node`` sends from (receives into), one per field group.
-
-    A send arena lists its segments by direction, a receive arena by the direction its
-    sender sent them towards (the opposite one). So the segments exchanged with one
-    neighbour rank come in the same order on both sides, mostly side by side: one message
-    per neighbour rank and group, contiguous or of a few blocks. MPI here moved 5 MB between
-    two ranks in 0.39 ms as one contiguous message, 0.66 ms as 60 messages and 1.31 ms as one
-    datatype over 60 buffers; 6 small messages cost 7.4 us against 2.9 us for one.
-
-    Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
-    runtime plan is built from); along a direction, widths are halo widths (ints), across it
-    owned sizes (> 0), so an empty box is known when the node is lowered.
-    """
-    halo = node.halo_widths
-    offsets = node.direction_offsets
-    opposite = _opposites(offsets)
-    order = range(len(offsets)) if sending else sorted(range(len(offsets)), key=opposite.get)
-    arenas = []
-    for g, group in enumerate(field_groups(fields)):
-        desc = fields[group[0]]
-        owned = [desc.shape[k] - lo - hi for k, (lo, hi) in enumerate(halo)]
-        levels = list(desc.shape[len(halo) :])
-        segments, offset = [], 0
-        for k in order:
-            bounds = direction_box(owned, halo, offsets[k], sending)
-            if any(d != 0 and b - a == 0 for d, (a, b) in zip(offsets[k], bounds)):
-                continue
-            segment = _Segment(k, bounds, [b - a for a, b in bounds] + levels, offset)
-            segments.append(segment)
-            offset = offset + len(group) * segment.size
-        if segments:
-            name = f"{node.uid}_{'s' if sending else 'r'}arena_{g}"
-            arenas.append(_Arena(name, g, group, desc.dtype, segments, offset))
-    return arenas
-
-
-def _opposites(offsets: list[tuple[int, ...]]) -> dict[int, int]:
-    return {k: offsets.index(tuple(-o for o in d)) for k, d in enumerate(offsets)}
 
 
 class _Lowering:
@@ -172,8 +93,8 @@ class _Lowering:
         self._argument("_peers", outer)
         self._argument("_comm", outer)
         self.gpu = any(d.storage == dtypes.StorageType.GPU_Global for d in self.fields)
-        self.sends = _arenas(node, self.fields, sending=True)
-        self.recvs = _arenas(node, self.fields, sending=False)
+        self.sends = arenas(node, self.fields, sending=True)
+        self.recvs = arenas(node, self.fields, sending=False)
         for arena in self.sends + self.recvs:  # the enclosing SDFG's (message_buffers.py)
             if arena.name in outer:
                 self._argument(arena.name, outer)
@@ -182,12 +103,18 @@ class _Lowering:
         if TOKEN in outer:
             self._argument(TOKEN, outer)
         offsets = node.direction_offsets
-        self.opposite = _opposites(offsets)
+        self.opposite = opposites(offsets)
         last = self.sdfg.add_state("begin", is_start_block=True)
         if packs(node.phase):
+            for flag in {f for flags in node.prepacked.values() for f in flags.split()}:
+                self.sdfg.add_symbol(flag, dtypes.int32)
             for k in range(len(offsets)):
-                fill = functools.partial(self._add_copies, self.sends, k, "pack")
-                last = self._branch(last, f"pack_{k}", [(f"_peers[{k}] >= 0", fill)])
+                for n, (flags, group) in enumerate(self._pack_groups()):
+                    fill = functools.partial(self._add_copies, group, k, "pack")
+                    condition = f"_peers[{k}] >= 0"
+                    if flags:
+                        condition += f" and not ({' and '.join(flags)})"
+                    last = self._branch(last, f"pack_{k}_{n}", [(condition, fill)])
             last = self._then(last, "start", self._add_start)
         if unpacks(node.phase):
             last = self._then(last, "wait", self._add_wait)
@@ -199,6 +126,16 @@ class _Lowering:
                     (f"_peers[{k}] == {SELF}", from_self),
                 ]
                 last = self._branch(last, f"unpack_{k}", branches)
+
+    def _pack_groups(self) -> list[tuple[tuple[str, ...], list[Arena]]]:
+        """The send arenas, by the flags (symbols) telling that producer stencils wrote them
+        already (``producer_fusion.py``; none: packed here): an arena is packed unless all
+        its flags are set."""
+        groups: dict[tuple[str, ...], list[Arena]] = {}
+        for arena in self.sends:
+            flags = tuple(self.node.prepacked.get(arena.name, "").split())
+            groups.setdefault(flags, []).append(arena)
+        return list(groups.items())
 
     def _then(self, last: Any, label: str, fill: Callable[[dace.SDFGState], None]) -> Any:
         state = self.sdfg.add_state(label)
@@ -227,7 +164,7 @@ class _Lowering:
         self.sdfg.add_datadesc(name, desc)
         return desc
 
-    def _add_copies(self, arenas: list[_Arena], k: int, kind: str, state: dace.SDFGState) -> None:
+    def _add_copies(self, arenas: list[Arena], k: int, kind: str, state: dace.SDFGState) -> None:
         """Pack the fields into (``kind="pack"``) or unpack them from direction ``k``'s
         segments of their arenas: one map per field group, copying all its fields (built
         fused: DaCe's ``MapFusionHorizontal`` spent minutes propagating the arena's flat
@@ -265,19 +202,13 @@ class _Lowering:
                 label = f"{self.uid}_self_{arena.group}_{k}"
                 self._add_map(state, label, segment, copies, reads, writes)
 
-    def _params(self, segment: _Segment) -> str:
+    def _params(self, segment: Segment) -> str:
         levels = len(segment.box) - self.ndim
         return ", ".join([f"h{d}" for d in range(self.ndim)] + [f"l{d}" for d in range(levels)])
 
-    def _flat(self, segment: _Segment, j: int) -> str:
+    def _flat(self, segment: Segment, j: int) -> str:
         """Arena index of the element at the map's parameters: field ``j`` of the group."""
-        params = self._params(segment).split(", ")
-        starts = [a for a, _ in segment.bounds] + [0] * (len(segment.box) - self.ndim)
-        terms = [f"{symstr(segment.offset)} + {j} * ({symstr(segment.size)})"]
-        for d, (param, start) in enumerate(zip(params, starts)):
-            stride = math.prod(segment.box[d + 1 :])
-            terms.append(f"({param} - ({symstr(start)})) * ({symstr(stride)})")
-        return " + ".join(terms)
+        return segment.flat_index(self._params(segment).split(", "), j)
 
     def _box(self, bounds: list[tuple[Any, Any]], box: list[Any]) -> str:
         """The range of a box in a field: ``bounds``, then all levels."""
@@ -288,7 +219,7 @@ class _Lowering:
         self,
         state: dace.SDFGState,
         label: str,
-        segment: _Segment,
+        segment: Segment,
         copies: list[tuple[str, str]],
         reads: dict[str, str],
         writes: dict[str, str] | None = None,
@@ -389,7 +320,7 @@ if (!__state->{uid}_ready) {{
         if node.phase == "start":
             connect_whole(state, self.sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
 
-    def _requests(self, arena: _Arena, kind: str) -> list[str]:
+    def _requests(self, arena: Arena, kind: str) -> list[str]:
         """C code creating ``arena``'s persistent requests, one per neighbour rank."""
         segments = arena.segments
         size = arena.dtype.bytes
@@ -468,13 +399,13 @@ if (!__state->{uid}_ready) {{
         """What MPI reads or writes: the arena, or on a GPU its pinned host mirror."""
         return f"__state->{name}_host" if self.gpu else f"_{name}"
 
-    def _allocate_mirror(self, arena: _Arena) -> list[str]:
+    def _allocate_mirror(self, arena: Arena) -> list[str]:
         if not self.gpu:
             return []
         size = symstr(arena.length * arena.dtype.bytes, cpp_mode=True)
         return [f"DACE_GPU_CHECK(cudaMallocHost((void**)&{self._wire(arena.name)}, {size}));"]
 
-    def _stage(self, arena: _Arena, to_host: bool) -> list[str]:
+    def _stage(self, arena: Arena, to_host: bool) -> list[str]:
         """Copies of the segments of directions leading to other ranks, on the stream."""
         lines = []
         for s in arena.segments:

@@ -45,6 +45,11 @@ class HaloExchange(nodes.LibraryNode):
     tag_base = properties.Property(dtype=int, default=0, desc="first message tag of this node")
     uid = properties.Property(dtype=str, default="halo", desc="names this exchange's state")
     phase = properties.Property(dtype=str, default="exchange", desc=f"one of {PHASES}")
+    prepacked = properties.DictProperty(
+        key_type=str,
+        value_type=str,
+        desc="send arena -> run-time condition under which producer stencils filled it",
+    )
 
     def __init__(
         self,

@@ -32,7 +32,8 @@ from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
 from gt4py_halo.sdfg.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.sdfg.message_buffers import attach_message_buffers
 from gt4py_halo.sdfg.mpi_expansion import HOST_TASKLET_SUFFIXES
-from gt4py_halo.sdfg.nodes import EXCHANGE_NODES
+from gt4py_halo.sdfg.nodes import EXCHANGE_NODES, HaloExchange
+from gt4py_halo.sdfg.producer_fusion import fuse_packs_into_producers
 from gt4py_halo.sdfg.split_phase import check_all_finished, connect_pairs
 
 log = logging.getLogger(__name__)
@@ -126,9 +127,10 @@ class Program:
 
     def _lower(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
         sdfg = self._parse(values)
-        lower_halo_exchanges(sdfg, separate=self._device == "cpu")
+        prepacked = lower_halo_exchanges(sdfg, separate=self._device == "cpu")
         sdfg.simplify()
         report = fuse_exchange_maps(sdfg)
+        report.producers = prepacked
         if self._device == "gpu":
             transform_for_gpu(sdfg)
         sdfg.name = f"{self.__name__}_{sdfg.hash_sdfg()[:16]}"
@@ -184,23 +186,34 @@ def transform_for_gpu(sdfg: dace.SDFG) -> None:
         for name, desc in sdfg.arrays.items()
         if desc.storage in host or name.startswith(CLOSURE_PREFIX)
     ]
+    # DaCe copies every non-transient input to the GPU, ``host_data`` or not (it keeps only
+    # outputs and transients on the host); the plan arrays would then be copied there and
+    # back, on the default stream, before each branch on a neighbour rank: a host wait each
+    arguments = [name for name in host_data if not sdfg.arrays[name].transient]
+    for name in arguments:
+        sdfg.arrays[name].transient = True
     sdfg.apply_transformations(
         GPUTransformSDFG,
         options={"exclude_tasklets": ",".join(host_tasklets), "host_data": host_data},
     )
+    for name in arguments:
+        sdfg.arrays[name].transient = False
     sdfg.simplify()
 
 
-def lower_halo_exchanges(sdfg: dace.SDFG, separate: bool = False) -> int:
-    """Expand every exchange node with its implementation; return how many.
+def lower_halo_exchanges(sdfg: dace.SDFG, separate: bool = False) -> dict[str, list[str]]:
+    """Expand every exchange node with its implementation; return which send arenas the
+    stencils producing their fields fill (``fuse_packs_into_producers``).
 
     The nodes first get their message buffers as arrays of the SDFG holding them
-    (``attach_message_buffers``), and each finish its start's (``connect_pairs``).
+    (``attach_message_buffers``), each finish its start's (``connect_pairs``), and the
+    producer stencils of cartesian exchanges their packing.
     ``separate``: keep each expansion a function of its own, its buffers pointer arguments
     (``simplify`` would inline it); on a CPU that lets the C compiler vectorize the copies.
     """
     attach_message_buffers(sdfg, EXCHANGE_NODES)
     pairs = connect_pairs(sdfg, EXCHANGE_NODES)
+    prepacked = fuse_packs_into_producers(sdfg, HaloExchange)
     found = [
         (node, state)
         for node, state in sdfg.all_nodes_recursive()
@@ -218,7 +231,7 @@ def lower_halo_exchanges(sdfg: dace.SDFG, separate: bool = False) -> int:
         sdfg.name,
         pairs,
     )
-    return len(found)
+    return prepacked
 
 
 def _plain(value: Any) -> Any:
