@@ -9,12 +9,14 @@ neither library nodes nor Python callbacks after.
 from __future__ import annotations
 
 import collections
+import re
 from types import ModuleType
 
 import dace
 import gt4py.next as gtx
 import numpy as np
 import pytest
+from dace.sdfg.nodes import MapEntry
 from halo_reference import expected_local, filled_local
 from mpi4py import MPI
 
@@ -22,6 +24,7 @@ import gt4py_halo as gh
 from gt4py_halo.sdfg.fusion import copy_map_key
 from gt4py_halo.sdfg.nodes import HaloExchange
 
+ARENA_COPY = re.compile(r"_(pack|unpack)_\d+_all")
 GLOBAL_SHAPE = (37, 29)  # divides evenly over none of 2, 3 and 4 ranks
 CALLS = 4  # two diffusion steps per call
 
@@ -141,6 +144,33 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
     per_direction = collections.Counter(copy_map_key(label) for label in maps)
     assert set(per_direction.values()) == {3}, "a copy map left alone where fusion applies"
     for _ in range(2):  # the second call reuses the persistent requests
+        exchange_only(*fields)
+        for field, (levels, dtype, _) in zip(fields, specs):
+            np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+        fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
+
+
+def test_one_copy_map_per_arena_fills_exact_halos(comm) -> None:
+    """``copy_maps="arena"`` (the GPU's default, one kernel per arena there) run on the CPU:
+    the same halos as the maps per direction, blocking and split phase."""
+    d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm, copy_maps="arena")
+    def exchange_only(a, b, c, e):
+        h = ex.start(a, b)
+        ex.exchange(c, e)
+        h.finish()
+
+    specs = [((), np.float64, "C"), ((3,), np.int32, "F"), ((2,), np.float32, "C")]
+    specs.append(((), np.float32, "C"))
+    fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
+    lowered = exchange_only.to_sdfg(*fields)
+    labels = [n.map.label for n, _ in lowered.all_nodes_recursive() if isinstance(n, MapEntry)]
+    kinds = collections.Counter(m[1] for m in map(ARENA_COPY.search, labels) if m)
+    assert kinds == {"pack": 4, "unpack": 4}  # one per arena: 2 exchanges x 2 groups
+    assert not any(copy_map_key(label) for label in labels if "_self_" not in label)
+    for _ in range(2):
         exchange_only(*fields)
         for field, (levels, dtype, _) in zip(fields, specs):
             np.testing.assert_array_equal(field, expected_local(d, levels, dtype))

@@ -43,6 +43,7 @@ from dace.sdfg.state import ConditionalBlock, ControlFlowRegion
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
+from gt4py_halo.sdfg.arena_copies import add_arena_copy, direction_symbols
 from gt4py_halo.sdfg.arenas import Arena, Segment, arenas, opposites
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
@@ -79,6 +80,11 @@ SELF = -2
 HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait")
 
 
+def _unless(flags: tuple[str, ...]) -> str:
+    """The condition's tail that skips packing where producer stencils packed already."""
+    return f" and not ({' and '.join(flags)})" if flags else ""
+
+
 class _Lowering:
     def __init__(self, node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> None:
         self.node = node
@@ -108,24 +114,46 @@ class _Lowering:
         if packs(node.phase):
             for flag in {f for flags in node.prepacked.values() for f in flags.split()}:
                 self.sdfg.add_symbol(flag, dtypes.int32)
-            for k in range(len(offsets)):
-                for n, (flags, group) in enumerate(self._pack_groups()):
-                    fill = functools.partial(self._add_copies, group, k, "pack")
-                    condition = f"_peers[{k}] >= 0"
-                    if flags:
-                        condition += f" and not ({' and '.join(flags)})"
-                    last = self._branch(last, f"pack_{k}_{n}", [(condition, fill)])
+            if node.copy_maps == "arena":
+                last = self._arena_copies(last, "pack")
+            else:
+                for k in range(len(offsets)):
+                    for n, (flags, group) in enumerate(self._pack_groups()):
+                        fill = functools.partial(self._add_copies, group, k, "pack")
+                        condition = f"_peers[{k}] >= 0" + _unless(flags)
+                        last = self._branch(last, f"pack_{k}_{n}", [(condition, fill)])
             last = self._then(last, "start", self._add_start)
         if unpacks(node.phase):
             last = self._then(last, "wait", self._add_wait)
+            if node.copy_maps == "arena":
+                last = self._arena_copies(last, "unpack")
             for k in range(len(offsets)):
                 from_buffer = functools.partial(self._add_copies, self.recvs, k, "unpack")
                 from_self = functools.partial(self._add_self_copies, k)
-                branches = [
-                    (f"_peers[{k}] >= 0", from_buffer),
-                    (f"_peers[{k}] == {SELF}", from_self),
-                ]
+                branches = [(f"_peers[{k}] == {SELF}", from_self)]
+                if node.copy_maps != "arena":
+                    branches.insert(0, (f"_peers[{k}] >= 0", from_buffer))
                 last = self._branch(last, f"unpack_{k}", branches)
+
+    def _arena_copies(self, last: Any, kind: str) -> Any:
+        """After ``last``, one copy map per arena over all directions (``arena_copies.py``);
+        packing skipped where producer stencils did it (``_pack_groups``)."""
+        state = self.sdfg.add_state(f"{kind}_directions")
+        remote = direction_symbols(self.uid, len(self.node.direction_offsets))
+        self.sdfg.add_edge(last, state, dace.InterstateEdge(assignments=remote))
+        groups = self._pack_groups() if kind == "pack" else [((), self.recvs)]
+        for n, (flags, group) in enumerate(groups):
+
+            def fill(state: dace.SDFGState, group: list[Arena] = group) -> None:
+                for arena in group:
+                    add_arena_copy(state, self.uid, arena, kind, self.gpu)
+
+            label = f"{kind}_all_{n}"
+            if flags:
+                state = self._branch(state, label, [(_unless(flags).removeprefix(" and "), fill)])
+            else:
+                state = self._then(state, label, fill)
+        return state
 
     def _pack_groups(self) -> list[tuple[tuple[str, ...], list[Arena]]]:
         """The send arenas, by the flags (symbols) telling that producer stencils wrote them

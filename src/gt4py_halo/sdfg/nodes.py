@@ -45,6 +45,11 @@ class HaloExchange(nodes.LibraryNode):
     tag_base = properties.Property(dtype=int, default=0, desc="first message tag of this node")
     uid = properties.Property(dtype=str, default="halo", desc="names this exchange's state")
     phase = properties.Property(dtype=str, default="exchange", desc=f"one of {PHASES}")
+    copy_maps = properties.Property(
+        dtype=str,
+        default="direction",
+        desc="'direction': a copy map per direction; 'arena': one per arena (arena_copies.py)",
+    )
     prepacked = properties.DictProperty(
         key_type=str,
         value_type=str,

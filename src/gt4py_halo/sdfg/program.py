@@ -38,18 +38,28 @@ from gt4py_halo.sdfg.split_phase import check_all_finished, connect_pairs
 
 log = logging.getLogger(__name__)
 
+#: How a cartesian exchange's copies are laid out: ``program(copy_maps=...)``.
+COPY_MAPS = ("direction", "arena")
+
 
 class Program:
     """A step function compiled, with its halo exchanges, into one SDFG per signature."""
 
     def __init__(
-        self, function: Callable[..., None], comm: MPI.Comm | None = None, device: str = "cpu"
+        self,
+        function: Callable[..., None],
+        comm: MPI.Comm | None = None,
+        device: str = "cpu",
+        copy_maps: str | None = None,
     ) -> None:
         if device not in ("cpu", "gpu"):
             raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+        if copy_maps not in (None, *COPY_MAPS):
+            raise ValueError(f"copy_maps must be one of {COPY_MAPS} or None, got {copy_maps!r}")
         functools.update_wrapper(self, function)
         self._comm = comm if comm is not None else MPI.COMM_WORLD
         self._device = device
+        self._copy_maps = copy_maps or ("arena" if device == "gpu" else "direction")
         self._dace_program = dace.program(function)
         self._builds: dict[tuple, tuple[Any, dict[str, Any]]] = {}
         self._last_call: tuple | None = None
@@ -127,7 +137,7 @@ class Program:
 
     def _lower(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
         sdfg = self._parse(values)
-        prepacked = lower_halo_exchanges(sdfg, separate=self._device == "cpu")
+        prepacked = lower_halo_exchanges(sdfg, self._device == "cpu", self._copy_maps)
         sdfg.simplify()
         report = fuse_exchange_maps(sdfg)
         report.producers = prepacked
@@ -142,16 +152,20 @@ def program(
     *,
     comm: MPI.Comm | None = None,
     device: str = "cpu",
+    copy_maps: str | None = None,
 ) -> Any:
     """Decorate a step of GT4Py programs and ``ex.exchange`` calls to compile it as one SDFG.
 
     ``comm`` (default ``MPI_COMM_WORLD``) holds the ranks that call the step together: one of
     them compiles it, all load it. ``device="gpu"``: array arguments live on the GPU (CuPy,
     GT4Py GPU fields) and the step is transformed for it (``transform_for_gpu``).
+    ``copy_maps``: how cartesian exchanges pack and unpack, ``"direction"`` (a map per
+    direction: vectorized loops, the CPU default) or ``"arena"`` (one map per message arena
+    over all directions: one kernel, the GPU default; ``sdfg/arena_copies.py``).
     """
     if function is None:
-        return functools.partial(program, comm=comm, device=device)
-    return Program(function, comm, device)
+        return functools.partial(program, comm=comm, device=device, copy_maps=copy_maps)
+    return Program(function, comm, device, copy_maps)
 
 
 def codegen_config(device: str) -> contextlib.AbstractContextManager:
@@ -201,13 +215,16 @@ def transform_for_gpu(sdfg: dace.SDFG) -> None:
     sdfg.simplify()
 
 
-def lower_halo_exchanges(sdfg: dace.SDFG, separate: bool = False) -> dict[str, list[str]]:
+def lower_halo_exchanges(
+    sdfg: dace.SDFG, separate: bool = False, copy_maps: str = "direction"
+) -> dict[str, list[str]]:
     """Expand every exchange node with its implementation; return which send arenas the
     stencils producing their fields fill (``fuse_packs_into_producers``).
 
     The nodes first get their message buffers as arrays of the SDFG holding them
     (``attach_message_buffers``), each finish its start's (``connect_pairs``), and the
-    producer stencils of cartesian exchanges their packing.
+    producer stencils of cartesian exchanges their packing; those copy with a map per
+    direction or one per arena (``copy_maps``, see ``program``).
     ``separate``: keep each expansion a function of its own, its buffers pointer arguments
     (``simplify`` would inline it); on a CPU that lets the C compiler vectorize the copies.
     """
@@ -220,6 +237,8 @@ def lower_halo_exchanges(sdfg: dace.SDFG, separate: bool = False) -> dict[str, l
         if isinstance(node, EXCHANGE_NODES)
     ]
     for node, state in found:
+        if isinstance(node, HaloExchange):
+            node.copy_maps = copy_maps
         before = set(state.nodes())
         node.expand(state, node.implementation)
         for new in set(state.nodes()) - before:
