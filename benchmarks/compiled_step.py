@@ -9,6 +9,9 @@ back. Timed per iteration, reported per step (half an iteration):
 
 - ``a-compiled``: one ``@gh.program`` holding both steps, exchanges included (one SDFG),
   called as a user calls it;
+- ``p-compiled-stencil-packs``: ``a-compiled`` built with ``pack_in_producers=True``: the
+  stencil before the second exchange writes that exchange's send buffers itself (the GPU
+  default; off by default on a CPU);
 - ``b-python``: the same step from Python, ``ex.exchange(*u)`` between GT4Py program calls
   (the icon4py way; ``ex`` is the runtime ``mpi`` exchange);
 - ``c-compiled-noex``: a second ``@gh.program`` without the ``ex.exchange`` calls (the lower
@@ -32,7 +35,7 @@ Cases (float64, periodic, 2 ranks -> process grid 2x1x1):
   diffusion to 10 fields, one exchange of all 10 fields per step (the halo is wider than the
   stencil needs, as in a model where other stencils need it).
 
-Fields are C-ordered (K contiguous), see ``as_field``. First ``a-compiled`` and ``b-python`` run a few iterations from the same initial fields and must give bit-identical
+Fields are C-ordered (K contiguous), see ``as_field``. First ``a-compiled``, ``p-...`` and ``b-python`` run a few iterations from the same initial fields and must give bit-identical
 fields, halos included, on every rank. Then every implementation is warmed up (the first call
 compiles; compile times are printed) and timed: each sample is a barrier followed by a batch
 of iterations of one implementation (sized per implementation to last about ``--sample-ms``), implementations take turns round-robin (rotating order);
@@ -144,10 +147,17 @@ def compile_stencils(comm: MPI.Comm) -> None:
 
 def compiled_steps(ex: gh.Exchange, comm: MPI.Comm, nfields: int) -> dict[str, Callable]:
     """``@gh.program`` steps: two steps with exchanges (``a``) and without (``c``), and two
-    exchanges alone (``x``)."""
+    exchanges alone (``x``); ``p``: ``a`` with the stencil before each exchange packing its
+    messages (``pack_in_producers=True``, the GPU default)."""
+
+    def with_and_without_stencil_packing(step: Callable) -> dict[str, Callable]:
+        return {
+            "a": gh.program(step, comm=comm),
+            "p": gh.program(step, comm=comm, pack_in_producers=True),
+        }
+
     if nfields == 1:
 
-        @gh.program(comm=comm)
         def step_a(u, v, i0, i1, j0, j1, k1):
             ex.exchange(u)
             diffuse_1(u, v, i0, i1, j0, j1, k1)
@@ -164,11 +174,10 @@ def compiled_steps(ex: gh.Exchange, comm: MPI.Comm, nfields: int) -> dict[str, C
             ex.exchange(u)
             ex.exchange(u)
 
-        return {"a": step_a, "c": step_c, "x": exchanges_x}
+        return {**with_and_without_stencil_packing(step_a), "c": step_c, "x": exchanges_x}
 
     assert nfields == 10
 
-    @gh.program(comm=comm)
     def step_a10(
         u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
         v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
@@ -209,7 +218,7 @@ def compiled_steps(ex: gh.Exchange, comm: MPI.Comm, nfields: int) -> dict[str, C
         ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
         ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
 
-    return {"a": step_a10, "c": step_c10, "x": exchanges_x10}
+    return {**with_and_without_stencil_packing(step_a10), "c": step_c10, "x": exchanges_x10}
 
 
 @dataclasses.dataclass
@@ -254,11 +263,15 @@ def implementations(
     stencil = diffuse_1 if len(u) == 1 else diffuse_10
     ex = gh.make_exchange(d, backend="mpi")
     comm = d.comm
-    step_a, step_c, exchanges_x = compiled["a"], compiled["c"], compiled["x"]
+    step_a, step_p = compiled["a"], compiled["p"]
+    step_c, exchanges_x = compiled["c"], compiled["x"]
     hand = HandWrittenExchange(d, [f.ndarray for f in u])
 
     def a() -> None:
         step_a(*u, *v, *b)
+
+    def p() -> None:
+        step_p(*u, *v, *b)
 
     def b_python() -> None:
         ex.exchange(*u)
@@ -292,6 +305,7 @@ def implementations(
 
     return {
         "a-compiled": a,
+        "p-compiled-stencil-packs": p,
         "b-python": b_python,
         "c-compiled-noex": c,
         "d-python-barrier": d_barrier,
@@ -320,7 +334,7 @@ def verify(case: Case, d: gh.CartesianDecomposition, compiled: dict[str, Callabl
     """(a) and (b) from the same initial fields give the same bits, halos included."""
     comm = MPI.COMM_WORLD
     results = {}
-    for name in ("a-compiled", "b-python"):
+    for name in ("a-compiled", "p-compiled-stencil-packs", "b-python"):
         fields = initial_fields(d, case.nfields)
         before = [f.asnumpy().copy() for f in fields.u]
         step = implementations(d, fields, compiled).get(name)
@@ -359,7 +373,7 @@ def run_case(case: Case, repeats: int, sample_s: float) -> dict:
     # compile (rank 0) and load (all) every compiled program once, on throwaway fields
     compile_s = {}
     scratch = initial_fields(d, case.nfields)
-    for key in ("a", "c", "x"):
+    for key in ("a", "p", "c", "x"):
         comm.Barrier()
         t0 = time.perf_counter()
         args = scratch.u if key == "x" else (*scratch.u, *scratch.v, *scratch.bounds)

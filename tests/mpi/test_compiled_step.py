@@ -29,12 +29,13 @@ GLOBAL_SHAPE = (37, 29)  # divides evenly over none of 2, 3 and 4 ranks
 CALLS = 4  # two diffusion steps per call
 
 
-def make_step(diffusion: ModuleType, ex: gh.Exchange, comm: MPI.Comm):
+def make_step(diffusion: ModuleType, ex: gh.Exchange, comm: MPI.Comm, stencil_packs: bool):
     """Two diffusion steps, each exchanging the halo its stencil reads: the first blocking,
-    the second split, with a stencil on other fields while its messages travel."""
+    the second split, with a stencil on other fields while its messages travel.
+    ``stencil_packs``: the stencil before ``ex.start(v)`` packs ``v``'s messages."""
     stencil = diffusion.diffusion_step
 
-    @gh.program(comm=comm)
+    @gh.program(comm=comm, pack_in_producers=stencil_packs)
     def two_steps(u, v, w, i0, i1, j0, j1):  # types come from the arguments of a call
         ex.exchange(u)
         stencil(u, v, i0, i1, j0, j1)
@@ -71,18 +72,25 @@ def bounds(d: gh.CartesianDecomposition) -> list:
 
 
 def run_compiled(
-    diffusion: ModuleType, d: gh.CartesianDecomposition, comm: MPI.Comm, domain: list | None = None
+    diffusion: ModuleType,
+    d: gh.CartesianDecomposition,
+    comm: MPI.Comm,
+    stencil_packs: bool,
+    domain: list | None = None,
 ):
-    step = make_step(diffusion, gh.make_exchange(d), comm)
+    step = make_step(diffusion, gh.make_exchange(d), comm, stencil_packs)
     u, v, w = initial_fields(diffusion, d)
     for _ in range(CALLS):
         step(u, v, w, *(domain or bounds(d)))
     return u.asnumpy(), w.asnumpy()
 
 
-def test_compiled_step_equals_runtime_path_and_single_rank(diffusion: ModuleType, comm) -> None:
+@pytest.mark.parametrize("stencil_packs", [False, True], ids=["pack-maps", "stencil-packs"])
+def test_compiled_step_equals_runtime_path_and_single_rank(
+    diffusion: ModuleType, comm, stencil_packs: bool
+) -> None:
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    compiled, compiled_w = run_compiled(diffusion, d, comm)
+    compiled, compiled_w = run_compiled(diffusion, d, comm, stencil_packs)
 
     ex = gh.make_exchange(d)
     u, v, w = initial_fields(diffusion, d)
@@ -98,7 +106,7 @@ def test_compiled_step_equals_runtime_path_and_single_rank(diffusion: ModuleType
         for slices, block in blocks:
             gathered[slices] = block
         single = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=MPI.COMM_SELF)
-        alone, _ = run_compiled(diffusion, single, MPI.COMM_SELF)
+        alone, _ = run_compiled(diffusion, single, MPI.COMM_SELF, stencil_packs)
         equal = bool(np.array_equal(gathered, alone[single.owned]))
     assert comm.bcast(equal, root=0), "gathered compiled result differs from one rank alone"
 
@@ -110,7 +118,7 @@ def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
     i0, i1, j0, j1 = bounds(d)
     domain = [i0, i1, j0 + 1, j1]  # the first owned column is neither updated nor fused
-    compiled, compiled_w = run_compiled(diffusion, d, comm, domain)
+    compiled, compiled_w = run_compiled(diffusion, d, comm, True, domain)
 
     ex = gh.make_exchange(d)
     u, v, w = initial_fields(diffusion, d)
@@ -179,7 +187,7 @@ def test_one_copy_map_per_arena_fills_exact_halos(comm) -> None:
 
 def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    step = make_step(diffusion, gh.make_exchange(d), comm)
+    step = make_step(diffusion, gh.make_exchange(d), comm, stencil_packs=True)
     args = (*initial_fields(diffusion, d), *bounds(d))
 
     parsed = step.to_sdfg(*args, lowered=False)
@@ -217,6 +225,8 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
         for e in parent.in_edges(n)
     }
     assert {"v", arena} <= start_reads, "the split start sends what the stencil packed"
+    unpacked = make_step(diffusion, gh.make_exchange(d), comm, stencil_packs=False)
+    assert not unpacked.fusion_report(*args).producers  # the CPU default
 
     code = lowered.generate_code()[0].clean_code
     assert code.count("MPI_Startall(") == 2 and code.count("MPI_Waitall(") == 2

@@ -51,6 +51,7 @@ class Program:
         comm: MPI.Comm | None = None,
         device: str = "cpu",
         copy_maps: str | None = None,
+        pack_in_producers: bool | None = None,
     ) -> None:
         if device not in ("cpu", "gpu"):
             raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
@@ -60,6 +61,9 @@ class Program:
         self._comm = comm if comm is not None else MPI.COMM_WORLD
         self._device = device
         self._copy_maps = copy_maps or ("arena" if device == "gpu" else "direction")
+        self._pack_in_producers = (
+            device == "gpu" if pack_in_producers is None else pack_in_producers
+        )
         self._dace_program = dace.program(function)
         self._builds: dict[tuple, tuple[Any, dict[str, Any]]] = {}
         self._last_call: tuple | None = None
@@ -137,7 +141,9 @@ class Program:
 
     def _lower(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
         sdfg = self._parse(values)
-        prepacked = lower_halo_exchanges(sdfg, self._device == "cpu", self._copy_maps)
+        prepacked = lower_halo_exchanges(
+            sdfg, self._device == "cpu", self._copy_maps, self._pack_in_producers
+        )
         sdfg.simplify()
         report = fuse_exchange_maps(sdfg)
         report.producers = prepacked
@@ -153,6 +159,7 @@ def program(
     comm: MPI.Comm | None = None,
     device: str = "cpu",
     copy_maps: str | None = None,
+    pack_in_producers: bool | None = None,
 ) -> Any:
     """Decorate a step of GT4Py programs and ``ex.exchange`` calls to compile it as one SDFG.
 
@@ -162,10 +169,19 @@ def program(
     ``copy_maps``: how cartesian exchanges pack and unpack, ``"direction"`` (a map per
     direction: vectorized loops, the CPU default) or ``"arena"`` (one map per message arena
     over all directions: one kernel, the GPU default; ``sdfg/arena_copies.py``).
+    ``pack_in_producers``: whether the stencil that writes a field right before its exchange
+    also packs its messages (``sdfg/producer_fusion.py``; default: on a GPU only, where it
+    saves kernels; on a CPU its per-point box tests slowed the stencils more than it saved).
     """
     if function is None:
-        return functools.partial(program, comm=comm, device=device, copy_maps=copy_maps)
-    return Program(function, comm, device, copy_maps)
+        return functools.partial(
+            program,
+            comm=comm,
+            device=device,
+            copy_maps=copy_maps,
+            pack_in_producers=pack_in_producers,
+        )
+    return Program(function, comm, device, copy_maps, pack_in_producers)
 
 
 def codegen_config(device: str) -> contextlib.AbstractContextManager:
@@ -216,21 +232,24 @@ def transform_for_gpu(sdfg: dace.SDFG) -> None:
 
 
 def lower_halo_exchanges(
-    sdfg: dace.SDFG, separate: bool = False, copy_maps: str = "direction"
+    sdfg: dace.SDFG,
+    separate: bool = False,
+    copy_maps: str = "direction",
+    pack_in_producers: bool = True,
 ) -> dict[str, list[str]]:
     """Expand every exchange node with its implementation; return which send arenas the
     stencils producing their fields fill (``fuse_packs_into_producers``).
 
     The nodes first get their message buffers as arrays of the SDFG holding them
     (``attach_message_buffers``), each finish its start's (``connect_pairs``), and the
-    producer stencils of cartesian exchanges their packing; those copy with a map per
-    direction or one per arena (``copy_maps``, see ``program``).
+    producer stencils of cartesian exchanges their packing (``pack_in_producers``); those
+    copy with a map per direction or one per arena (``copy_maps``, see ``program``).
     ``separate``: keep each expansion a function of its own, its buffers pointer arguments
     (``simplify`` would inline it); on a CPU that lets the C compiler vectorize the copies.
     """
     attach_message_buffers(sdfg, EXCHANGE_NODES)
     pairs = connect_pairs(sdfg, EXCHANGE_NODES)
-    prepacked = fuse_packs_into_producers(sdfg, HaloExchange)
+    prepacked = fuse_packs_into_producers(sdfg, HaloExchange) if pack_in_producers else {}
     found = [
         (node, state)
         for node, state in sdfg.all_nodes_recursive()
