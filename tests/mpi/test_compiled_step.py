@@ -158,6 +158,25 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
         fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
 
 
+def test_exchange_in_a_plain_dace_program(comm) -> None:
+    """``ex.exchange`` inside ``@dace.program`` (not ``@gh.program``): DaCe expands the node
+    with its default implementation, buffers inside the expansion; each rank builds its own
+    program (DaCe's per-rank build folders under MPI)."""
+    d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
+    ex = gh.make_exchange(d)
+
+    @dace.program
+    def exchange_plain(a, b):
+        ex.exchange(a, b)
+
+    specs = [((), np.float64, "C"), ((3,), np.int32, "F")]
+    for _ in range(2):
+        fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
+        exchange_plain(*fields)
+        for field, (levels, dtype, _) in zip(fields, specs):
+            np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+
+
 def test_one_copy_map_per_arena_fills_exact_halos(comm) -> None:
     """``copy_maps="arena"`` (the GPU's default, one kernel per arena there) run on the CPU:
     the same halos as the maps per direction, blocking and split phase."""
