@@ -71,14 +71,23 @@ def bounds(d: gh.CartesianDecomposition) -> list:
     return [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
 
 
+_STEPS: dict[tuple, tuple] = {}
+
+
+def shared_step(diffusion: ModuleType, comm: MPI.Comm, stencil_packs: bool):
+    """The decomposition of ``GLOBAL_SHAPE`` over ``comm`` and ``two_steps`` on it, made once
+    per module: the tests share its build (a build per test took minutes on 4 ranks)."""
+    key = (comm.py2f(), stencil_packs)
+    if key not in _STEPS:
+        d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+        _STEPS[key] = d, make_step(diffusion, gh.make_exchange(d), comm, stencil_packs)
+    return _STEPS[key]
+
+
 def run_compiled(
-    diffusion: ModuleType,
-    d: gh.CartesianDecomposition,
-    comm: MPI.Comm,
-    stencil_packs: bool,
-    domain: list | None = None,
+    diffusion: ModuleType, comm: MPI.Comm, stencil_packs: bool, domain: list | None = None
 ):
-    step = make_step(diffusion, gh.make_exchange(d), comm, stencil_packs)
+    d, step = shared_step(diffusion, comm, stencil_packs)
     u, v, w = initial_fields(diffusion, d)
     for _ in range(CALLS):
         step(u, v, w, *(domain or bounds(d)))
@@ -89,8 +98,8 @@ def run_compiled(
 def test_compiled_step_equals_runtime_path_and_single_rank(
     diffusion: ModuleType, comm, stencil_packs: bool
 ) -> None:
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    compiled, compiled_w = run_compiled(diffusion, d, comm, stencil_packs)
+    d, _ = shared_step(diffusion, comm, stencil_packs)
+    compiled, compiled_w = run_compiled(diffusion, comm, stencil_packs)
 
     ex = gh.make_exchange(d)
     u, v, w = initial_fields(diffusion, d)
@@ -105,9 +114,12 @@ def test_compiled_step_equals_runtime_path_and_single_rank(
         gathered = np.empty(GLOBAL_SHAPE)
         for slices, block in blocks:
             gathered[slices] = block
+        # one rank alone, from Python (a suite run on 1 rank checks compiled == Python there)
         single = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=MPI.COMM_SELF)
-        alone, _ = run_compiled(diffusion, single, MPI.COMM_SELF, stencil_packs)
-        equal = bool(np.array_equal(gathered, alone[single.owned]))
+        u, v, w = initial_fields(diffusion, single)
+        for _ in range(CALLS):
+            run_from_python(diffusion, gh.make_exchange(single), u, v, w, *bounds(single))
+        equal = bool(np.array_equal(gathered, u.asnumpy()[single.owned]))
     assert comm.bcast(equal, root=0), "gathered compiled result differs from one rank alone"
 
 
@@ -115,10 +127,10 @@ def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:
     """A stencil whose domain leaves out a strip of the owned cells does not fill its send
     boxes: the exchange packs them itself (decided at run time), with the same bits as the
     runtime path. (With the owned domain, above, the stencil fills them.)"""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    d, _ = shared_step(diffusion, comm, stencil_packs=True)
     i0, i1, j0, j1 = bounds(d)
     domain = [i0, i1, j0 + 1, j1]  # the first owned column is neither updated nor fused
-    compiled, compiled_w = run_compiled(diffusion, d, comm, True, domain)
+    compiled, compiled_w = run_compiled(diffusion, comm, True, domain)
 
     ex = gh.make_exchange(d)
     u, v, w = initial_fields(diffusion, d)
@@ -205,8 +217,7 @@ def test_one_copy_map_per_arena_fills_exact_halos(comm) -> None:
 
 
 def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    step = make_step(diffusion, gh.make_exchange(d), comm, stencil_packs=True)
+    d, step = shared_step(diffusion, comm, stencil_packs=True)
     args = (*initial_fields(diffusion, d), *bounds(d))
 
     parsed = step.to_sdfg(*args, lowered=False)
@@ -226,7 +237,7 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
 
     # ex.start(v) right after the stencil writing v: that stencil's map packs v's messages;
     # ex.exchange(u) at the top of the step has no producer in the step
-    producers = step.fusion_report(*args).producers  # of another parse: other uids
+    producers = step.fusion_report(*args).producers
     assert [labels for labels in producers.values()] == [["map_0_fieldop"]]
     fused = [
         (n, state)
@@ -244,7 +255,7 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
         for e in parent.in_edges(n)
     }
     assert {"v", arena} <= start_reads, "the split start sends what the stencil packed"
-    unpacked = make_step(diffusion, gh.make_exchange(d), comm, stencil_packs=False)
+    _, unpacked = shared_step(diffusion, comm, stencil_packs=False)
     assert not unpacked.fusion_report(*args).producers  # the CPU default
 
     code = lowered.generate_code()[0].clean_code

@@ -71,14 +71,15 @@ def fuse_packs_into_producers(sdfg: dace.SDFG, exchange_type: type) -> dict[str,
             continue
         fields = {e.dst_conn: e.data.data for e in state.in_edges(node)}
         names = [fields[f"_f{i}"] for i in range(node.field_count)]
+        offsets = node.direction_offsets
         for arena in arenas(node, [sdfg.arrays[n] for n in names], sending=True):
-            producers = [_producer(sdfg, state, node, names[i]) for i in arena.fields]
+            producers = [_producer(state, node, names[i]) for i in arena.fields]
             if any(p is None for p in producers):
                 log.debug("%s: %s has a field without a fusable producer", node.uid, arena.name)
                 continue
             writes: dict[dace.SDFGState, nodes.AccessNode] = {}  # the arena, per state
             flags = [
-                _fuse(sdfg, producer, arena, j, f"{node.uid}_prepacked_{i}", writes)
+                _fuse(sdfg, producer, arena, j, f"{node.uid}_prepacked_{i}", writes, offsets)
                 for j, (i, producer) in enumerate(zip(arena.fields, producers))
             ]
             node.prepacked[arena.name] = " ".join(flags)
@@ -91,7 +92,7 @@ def fuse_packs_into_producers(sdfg: dace.SDFG, exchange_type: type) -> dict[str,
     return fused
 
 
-def _producer(sdfg: dace.SDFG, state: dace.SDFGState, node: Any, data: str) -> _Producer | None:
+def _producer(state: dace.SDFGState, node: Any, data: str) -> _Producer | None:
     """The map that last wrote ``data`` before ``node``, if fusable (see module docs)."""
     writes = _written_in(state, data, besides=node)
     if writes:
@@ -167,23 +168,15 @@ def _fuse(
     j: int,
     flag: str,
     writes: dict[dace.SDFGState, nodes.AccessNode],
+    offsets: list[tuple[int, ...]],
 ) -> str:
     """Make the producer write field ``j`` of ``arena``'s group into the arena's segments
     (through ``writes[state]``, created if missing), and set ``flag`` when its map covers
     them all; return ``flag``."""
     state, exit_, inner = producer.state, producer.exit, producer.inner
-    coordinates = [symstr(c) for c in producer.coordinates]
     ndim = len(arena.segments[0].bounds)
-    lines = ["_out = _in"]
-    for segment in arena.segments:
-        inside = " and ".join(
-            f"({c} >= {symstr(a)}) and ({c} < {symstr(b)})"
-            for c, (a, b) in zip(coordinates, segment.bounds)
-        )
-        lines += [f"if {inside}:", f"    _arena[{segment.flat_index(coordinates, j)}] = _in"]
-    tee = state.add_tasklet(
-        f"{flag}_pack", {"_in": None}, {"_out": None, "_arena": None}, "\n".join(lines)
-    )
+    code = _pack_code(arena, [symstr(c) for c in producer.coordinates], j, offsets)
+    tee = state.add_tasklet(f"{flag}_pack", {"_in": None}, {"_out": None, "_arena": None}, code)
     field = next(iter(state.out_edges_by_connector(exit_, "OUT_" + inner.dst_conn[3:]))).data.data
     target = copy.deepcopy(inner.data.get_dst_subset(inner, state))
     source = inner.data.get_src_subset(inner, state)
@@ -216,6 +209,34 @@ def _fuse(
     else:
         region.add_state_after(state, f"{flag}_test", assignments=test)
     return flag
+
+
+def _pack_code(arena: Arena, coordinates: list[str], j: int, offsets: list[tuple[int, ...]]) -> str:
+    """The tasklet that passes the stencil's value on and writes it to the arena where the
+    point lies in a send box. Most points lie in none: one test against the core of the
+    owned cells (inside every strip) first, then the boxes."""
+    core = []
+    for d, c in enumerate(coordinates[: len(arena.segments[0].bounds)]):
+        for side, (at, test) in ((-1, (1, ">=")), (1, (0, "<"))):
+            edges = {
+                symstr(s.bounds[d][at]) for s in arena.segments if offsets[s.direction][d] == side
+            }
+            if len(edges) == 1:  # the inner edge of the strip along this side
+                core.append(f"({c} {test} {edges.pop()})")
+    lines, indent = ["_out = _in"], ""
+    if core:
+        lines.append(f"if not ({' and '.join(core)}):")
+        indent = "    "
+    for segment in arena.segments:
+        inside = " and ".join(
+            f"({c} >= {symstr(a)}) and ({c} < {symstr(b)})"
+            for c, (a, b) in zip(coordinates, segment.bounds)
+        )
+        lines += [
+            f"{indent}if {inside}:",
+            f"{indent}    _arena[{segment.flat_index(coordinates, j)}] = _in",
+        ]
+    return "\n".join(lines)
 
 
 def _coverage(map_: nodes.Map, coordinates: list[Any], arena: Arena, ndim: int) -> str:

@@ -16,6 +16,7 @@ scalars): a step called with new shapes reuses its build.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import logging
 from collections.abc import Callable
@@ -66,6 +67,7 @@ class Program:
         )
         self._dace_program = dace.program(function)
         self._builds: dict[tuple, tuple[Any, dict[str, Any]]] = {}
+        self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
         self._last_call: tuple | None = None
 
     def __call__(self, *args: Any) -> None:
@@ -91,9 +93,10 @@ class Program:
         self._last_call = (compiled, values, shapes, prepared)  # holds the arrays alive
 
     def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
-        """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect."""
+        """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
+        a copy, changing it changes nothing the step runs."""
         values = [_plain(a) for a in args]
-        return self._lower(values)[0] if lowered else self._parse(values)
+        return copy.deepcopy(self._lower(values)[0]) if lowered else self._parse(values)
 
     def fusion_report(self, *args: Any) -> FusionReport:
         """Which exchange copy maps the pipeline fused for a call with ``args``."""
@@ -107,7 +110,7 @@ class Program:
         plan arrays; shapes and strides are read off the arguments at each call, not solved
         for: DaCe's general symbol inference costs milliseconds per call.
         """
-        key = (*(_signature(v) for v in values), *layouts)
+        key = _build_key(values, layouts)
         if key not in self._builds:
             sdfg, _ = self._lower(values)
             names = self._comm.allgather(sdfg.name)
@@ -140,6 +143,14 @@ class Program:
         return sdfg
 
     def _lower(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
+        """The lowered SDFG for arguments like ``values``, and what was fused; lowered once
+        per build key (the step's build, ``to_sdfg`` and ``fusion_report`` share it)."""
+        key = _build_key(values, _layout_symbols(values))
+        if key not in self._lowered:
+            self._lowered[key] = self._lower_anew(values)
+        return self._lowered[key]
+
+    def _lower_anew(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
         sdfg = self._parse(values)
         prepacked = lower_halo_exchanges(
             sdfg, self._device == "cpu", self._copy_maps, self._pack_in_producers
@@ -283,6 +294,11 @@ def _same_objects(values: list[Any], last: list[Any], shapes: list[Any]) -> bool
     return len(values) == len(last) and all(
         v is w and getattr(v, "shape", None) == shape for v, w, shape in zip(values, last, shapes)
     )
+
+
+def _build_key(values: list[Any], layouts: list) -> tuple:
+    """What a build depends on: argument types and which arguments share shapes/strides."""
+    return (*(_signature(v) for v in values), *layouts)
 
 
 def _signature(value: Any) -> tuple:
