@@ -38,3 +38,8 @@ def add_persistent(sdfg: dace.SDFG, name: str, shape: Any, dtype: Any, device: b
         storage=dtypes.StorageType.GPU_Global if device else dtypes.StorageType.CPU_Heap,
     )
     return name
+
+
+def on_device(fields: Any) -> bool:
+    """Whether an exchange's fields (descriptors) live on the GPU, and so its buffers."""
+    return any(desc.storage == dtypes.StorageType.GPU_Global for desc in fields)

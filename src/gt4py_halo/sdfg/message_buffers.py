@@ -20,7 +20,7 @@ from typing import Any
 
 import dace
 
-from gt4py_halo.sdfg.graph import add_persistent
+from gt4py_halo.sdfg.graph import add_persistent, on_device
 
 
 def message_buffers(node: Any, state: dace.SDFGState) -> list[tuple[str, list, Any, bool]]:
@@ -29,16 +29,6 @@ def message_buffers(node: Any, state: dace.SDFGState) -> list[tuple[str, list, A
     outer = {e.dst_conn: graph.arrays[e.data.data] for e in state.in_edges(node)}
     expansion = type(node).implementations[node.implementation or node.default_implementation]
     return expansion.message_buffers(node, outer)
-
-
-def on_device(node: Any, state: dace.SDFGState) -> bool:
-    """Whether the node's fields, and so its buffers, live on the GPU."""
-    graph = state.sdfg
-    return any(
-        graph.arrays[e.data.data].storage == dace.StorageType.GPU_Global
-        for e in state.in_edges(node)
-        if e.dst_conn.startswith("_f")
-    )
 
 
 def attach_message_buffers(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) -> int:
@@ -51,7 +41,10 @@ def attach_message_buffers(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) ->
         if not isinstance(node, exchange_nodes) or node.phase == "finish":
             continue
         graph = state.sdfg
-        device = on_device(node, state)
+        fields = [
+            graph.arrays[e.data.data] for e in state.in_edges(node) if e.dst_conn.startswith("_f")
+        ]
+        device = on_device(fields)
         for name, shape, dtype, _ in message_buffers(node, state):
             add_persistent(graph, name, shape, dtype, device)
             node.add_out_connector(name)

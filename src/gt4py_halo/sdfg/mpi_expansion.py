@@ -45,7 +45,7 @@ from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.sdfg.arena_copies import add_arena_copy, direction_symbols
 from gt4py_halo.sdfg.arenas import Arena, Segment, arenas, opposites
-from gt4py_halo.sdfg.graph import add_persistent, connect_whole
+from gt4py_halo.sdfg.graph import add_persistent, connect_whole, on_device
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
@@ -98,7 +98,7 @@ class _Lowering:
         self.fields = [self._argument(f"_f{i}", outer) for i in range(node.field_count)]
         self._argument("_peers", outer)
         self._argument("_comm", outer)
-        self.gpu = any(d.storage == dtypes.StorageType.GPU_Global for d in self.fields)
+        self.gpu = on_device(self.fields)
         self.sends = arenas(node, self.fields, sending=True)
         self.recvs = arenas(node, self.fields, sending=False)
         for arena in self.sends + self.recvs:  # the enclosing SDFG's (message_buffers.py)
