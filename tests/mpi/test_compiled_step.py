@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import re
+from collections.abc import Callable
 from types import ModuleType
 
 import dace
@@ -280,6 +281,61 @@ def test_compiled_exchange_on_the_gpu(comm) -> None:
     exchange_only(*device)
     np.testing.assert_array_equal(device[0].get(), expected_local(d, (), np.float64))
     np.testing.assert_array_equal(device[1].get(), expected_local(d, (3,), np.int32))
+
+
+def map_step(ex: gh.Exchange):
+    """A DaCe map writing ``b`` and a split exchange of ``b`` right after it, in one state
+    after simplification (the stencil packs there ahead of the start node)."""
+
+    def step(a, b):
+        ex.exchange(a)
+        for i, j in dace.map[1 : a.shape[0] - 1, 1 : a.shape[1] - 1]:
+            b[i, j] = a[i + 1, j] + a[i - 1, j] + a[i, j + 1] + a[i, j - 1]
+        h = ex.start(b)
+        h.finish()
+
+    return step
+
+
+def run_map_step(step: Callable[..., None], fields: list) -> None:
+    for _ in range(CALLS):
+        step(*fields)
+        step(*fields[::-1])
+
+
+def test_the_gpu_defaults_on_the_cpu(comm) -> None:
+    """The stencil packing in the exchange's own state and one copy map per arena (what a
+    GPU step does by default), on the CPU: the same bits as the CPU defaults."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    step = map_step(gh.make_exchange(d))
+    plain = gh.program(step, comm=comm)
+    gpu_like = gh.program(step, comm=comm, pack_in_producers=True, copy_maps="arena")
+    expected = [filled_local(d, (), np.float64), np.zeros(d.allocated_shape)]
+    fields = [f.copy() for f in expected]
+    assert gpu_like.fusion_report(*fields).producers, "the map packs b"
+    run_map_step(plain, expected)
+    run_map_step(gpu_like, fields)
+    for field, reference in zip(fields, expected):
+        np.testing.assert_array_equal(field, reference)
+
+
+def test_compiled_step_on_the_gpu_equals_the_cpu(comm) -> None:
+    """The same step on the GPU, with its defaults: the same bits as on the CPU. Runs where
+    CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
+    cupy = pytest.importorskip("cupy")
+    if cupy.cuda.runtime.getDeviceCount() == 0:
+        pytest.skip("no GPU")
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    step = map_step(gh.make_exchange(d))
+    on_cpu = gh.program(step, comm=comm)
+    on_gpu = gh.program(step, comm=comm, device="gpu")
+    host = [filled_local(d, (), np.float64), np.zeros(d.allocated_shape)]
+    device = [cupy.asarray(f) for f in host]
+    assert on_gpu.fusion_report(*device).producers, "the stencil kernel packs b"
+    run_map_step(on_cpu, host)
+    run_map_step(on_gpu, device)
+    for cpu, gpu in zip(host, device):
+        np.testing.assert_array_equal(gpu.get(), cpu)
 
 
 def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
