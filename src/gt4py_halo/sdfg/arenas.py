@@ -24,6 +24,7 @@ class Segment:
     field ``j`` of the group at ``offset + j * size``, each box in C order."""
 
     direction: int
+    toward: tuple[int, ...]  # the direction's offset per decomposed axis
     bounds: list[tuple[Any, Any]]
     box: list[Any]  # extents of the box, then the levels
     offset: Any
@@ -92,7 +93,7 @@ def arenas(node: Any, fields: list[Any], sending: bool) -> list[Arena]:
             bounds = direction_box(owned, halo, offsets[k], sending)
             if any(d != 0 and b - a == 0 for d, (a, b) in zip(offsets[k], bounds)):
                 continue
-            segment = Segment(k, bounds, [b - a for a, b in bounds] + levels, offset)
+            segment = Segment(k, offsets[k], bounds, [b - a for a, b in bounds] + levels, offset)
             segments.append(segment)
             offset = offset + len(group) * segment.size
         if segments:

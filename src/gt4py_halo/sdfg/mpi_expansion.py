@@ -112,8 +112,9 @@ class _Lowering:
         self.opposite = opposites(offsets)
         last = self.sdfg.add_state("begin", is_start_block=True)
         if packs(node.phase):
-            for flag in {f for flags in node.prepacked.values() for f in flags.split()}:
-                self.sdfg.add_symbol(flag, dtypes.int32)
+            for flags, _ in self._pack_groups():
+                for flag in flags:
+                    self.sdfg.add_symbol(flag, dtypes.int32)
             if node.copy_maps == "arena":
                 last = self._arena_copies(last, "pack")
             else:

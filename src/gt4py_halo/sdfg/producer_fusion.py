@@ -17,8 +17,9 @@ that case. (The issue's plan, splitting the producer's map at the halo strips, n
 ranges at build time; with run-time bounds it would need a copy of the stencil per case.)
 
 A field's producer is fused when it is the last writer of the field before the exchange: a
-top-level map in an earlier state of the same region, reached through states with a single,
-unconditional entry that do not write the field, writing it point by point (its index along
+top-level map, in the exchange's own state (with a path to the exchange node) or in an
+earlier state of the same region reached through states with a single, unconditional entry
+that do not write the field, writing it point by point (its index along
 each axis one map parameter plus a constant). All fields of an arena must have one, else the
 arena is left to the pack maps. Cartesian exchanges only: an unstructured exchange gathers
 its send lists through index arrays.
@@ -51,6 +52,7 @@ class _Producer:
     exit: nodes.MapExit
     inner: Any  # the edge into the map exit that writes the field, one point per iteration
     coordinates: list[Any]  # the field index written, per axis (symbolic in the map params)
+    axes: list[tuple[tuple[Any, Any], Any]]  # per axis: its parameter's range, the offset
     beside: bool  # in the exchange's own state (ahead of it), not in an earlier one
 
     @property
@@ -71,7 +73,6 @@ def fuse_packs_into_producers(sdfg: dace.SDFG, exchange_type: type) -> dict[str,
             continue
         fields = {e.dst_conn: e.data.data for e in state.in_edges(node)}
         names = [fields[f"_f{i}"] for i in range(node.field_count)]
-        offsets = node.direction_offsets
         for arena in arenas(node, [sdfg.arrays[n] for n in names], sending=True):
             producers = [_producer(state, node, names[i]) for i in arena.fields]
             if any(p is None for p in producers):
@@ -79,7 +80,7 @@ def fuse_packs_into_producers(sdfg: dace.SDFG, exchange_type: type) -> dict[str,
                 continue
             writes: dict[dace.SDFGState, nodes.AccessNode] = {}  # the arena, per state
             flags = [
-                _fuse(sdfg, producer, arena, j, f"{node.uid}_prepacked_{i}", writes, offsets)
+                _fuse(sdfg, producer, arena, j, f"{node.uid}_prepacked_{i}", writes)
                 for j, (i, producer) in enumerate(zip(arena.fields, producers))
             ]
             node.prepacked[arena.name] = " ".join(flags)
@@ -135,9 +136,10 @@ def _map_writing(state: dace.SDFGState, writes: list, beside: bool) -> _Producer
     if subset is None or subset.num_elements() != 1:
         return None
     coordinates = [begin for begin, _, _ in subset.ndrange()]
-    if _axis_parameters(exit_.map, coordinates) is None:
+    axes = _axis_parameters(exit_.map, coordinates)
+    if axes is None:
         return None
-    return _Producer(state, exit_, inner[0], coordinates, beside)
+    return _Producer(state, exit_, inner[0], coordinates, axes, beside)
 
 
 def _axis_parameters(map_: nodes.Map, coordinates: list[Any]) -> list[tuple[Any, Any]] | None:
@@ -168,14 +170,12 @@ def _fuse(
     j: int,
     flag: str,
     writes: dict[dace.SDFGState, nodes.AccessNode],
-    offsets: list[tuple[int, ...]],
 ) -> str:
     """Make the producer write field ``j`` of ``arena``'s group into the arena's segments
     (through ``writes[state]``, created if missing), and set ``flag`` when its map covers
     them all; return ``flag``."""
     state, exit_, inner = producer.state, producer.exit, producer.inner
-    ndim = len(arena.segments[0].bounds)
-    code = _pack_code(arena, [symstr(c) for c in producer.coordinates], j, offsets)
+    code = _pack_code(arena, [symstr(c) for c in producer.coordinates], j)
     tee = state.add_tasklet(f"{flag}_pack", {"_in": None}, {"_out": None, "_arena": None}, code)
     field = next(iter(state.out_edges_by_connector(exit_, "OUT_" + inner.dst_conn[3:]))).data.data
     target = copy.deepcopy(inner.data.get_dst_subset(inner, state))
@@ -202,7 +202,7 @@ def _fuse(
     # the flag on an edge of its own: right before the state (where the map's range holds),
     # or, when the exchange runs in a later state, right after it
     region = state.parent_graph
-    test = {flag: _coverage(exit_.map, producer.coordinates, arena, ndim)}
+    test = {flag: _coverage(producer.axes, arena)}
     if producer.beside:
         first = region.start_block is state
         region.add_state_before(state, f"{flag}_test", is_start_block=first, assignments=test)
@@ -211,16 +211,14 @@ def _fuse(
     return flag
 
 
-def _pack_code(arena: Arena, coordinates: list[str], j: int, offsets: list[tuple[int, ...]]) -> str:
+def _pack_code(arena: Arena, coordinates: list[str], j: int) -> str:
     """The tasklet that passes the stencil's value on and writes it to the arena where the
     point lies in a send box. Most points lie in none: one test against the core of the
     owned cells (inside every strip) first, then the boxes."""
     core = []
     for d, c in enumerate(coordinates[: len(arena.segments[0].bounds)]):
         for side, (at, test) in ((-1, (1, ">=")), (1, (0, "<"))):
-            edges = {
-                symstr(s.bounds[d][at]) for s in arena.segments if offsets[s.direction][d] == side
-            }
+            edges = {symstr(s.bounds[d][at]) for s in arena.segments if s.toward[d] == side}
             if len(edges) == 1:  # the inner edge of the strip along this side
                 core.append(f"({c} {test} {edges.pop()})")
     lines, indent = ["_out = _in"], ""
@@ -239,13 +237,12 @@ def _pack_code(arena: Arena, coordinates: list[str], j: int, offsets: list[tuple
     return "\n".join(lines)
 
 
-def _coverage(map_: nodes.Map, coordinates: list[Any], arena: Arena, ndim: int) -> str:
-    """The run-time test that the map wrote every element of the arena's boxes."""
-    axes = _axis_parameters(map_, coordinates)
-    assert axes is not None
+def _coverage(axes: list[tuple[tuple[Any, Any], Any]], arena: Arena) -> str:
+    """The run-time test that the map (``axes``: per field axis its parameter's range and
+    offset) wrote every element of the arena's boxes."""
     tests = []
     for segment in arena.segments:
-        levels = [(0, n) for n in segment.box[ndim:]]
+        levels = [(0, n) for n in segment.box[len(segment.bounds) :]]
         for ((begin, end), offset), (a, b) in zip(axes, list(segment.bounds) + levels):
             tests.append(f"(({symstr(begin + offset)}) <= ({symstr(a)}))")
             tests.append(f"(({symstr(end + offset)}) >= ({symstr(b)}) - 1)")
