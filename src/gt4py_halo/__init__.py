@@ -23,20 +23,16 @@ from gt4py_halo.errors import (
 from gt4py_halo.runtime.exchange import Exchange, ExchangeHandle
 
 
-def program(function=None, *, comm=None, device="cpu", copy_maps=None, pack_in_producers=None):
+def program(function=None, **options):
     """Compile a step of GT4Py programs and ``ex.exchange`` calls into one SDFG.
 
-    See ``gt4py_halo.sdfg.program``; imported on first use, as DaCe takes seconds to import.
+    Options (``comm``, ``device``, ``copy_maps``, ``pack_in_producers``,
+    ``in_place_min_bytes``): see ``gt4py_halo.sdfg.program.program``; imported on first use,
+    as DaCe takes seconds to import.
     """
     from gt4py_halo.sdfg.program import program as _program
 
-    return _program(
-        function,
-        comm=comm,
-        device=device,
-        copy_maps=copy_maps,
-        pack_in_producers=pack_in_producers,
-    )
+    return _program(function, **options)
 
 
 def make_exchange(decomposition, backend: str | None = None) -> Exchange:

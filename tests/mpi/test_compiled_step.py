@@ -18,7 +18,7 @@ import gt4py.next as gtx
 import numpy as np
 import pytest
 from dace.sdfg.nodes import MapEntry
-from halo_reference import expected_local, filled_local
+from halo_reference import SENTINEL, expected_local, filled_local
 from mpi4py import MPI
 
 import gt4py_halo as gh
@@ -171,6 +171,58 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
         fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
 
 
+def padded(a: np.ndarray) -> np.ndarray:
+    """``a`` as a view into a buffer with wider rows: its layout is not dense."""
+    buffer = np.full((*a.shape[:-1], a.shape[-1] + 3), SENTINEL, dtype=a.dtype)
+    view = buffer[..., : a.shape[-1]]
+    view[...] = a
+    return view
+
+
+@pytest.mark.parametrize("min_bytes", [1, None], ids=["in-place", "packed"])
+def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
+    """Boxes that are contiguous runs go field to field as MPI messages of their own
+    (``in_place_min_bytes=1``: every box cut into at most ``MAX_RUNS`` runs), the rest through
+    the arenas: C, Fortran and padded layouts, two fields sharing an arena, blocking and
+    split phase, open and periodic axes, and new arrays at the second call."""
+    d = gh.CartesianDecomposition(
+        (23, 19, 6), halo=((2, 1), (1, 2), (0, 0)), periodic=(True, False, True)
+    )
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm, in_place_min_bytes=min_bytes)
+    def exchange_runs(a, b, c, e):
+        h = ex.start(a, c)
+        ex.exchange(b, e)
+        h.finish()
+
+    specs = [((), np.float64, "C"), ((2,), np.int32, "F"), ((), np.float32, "P")]
+    specs.append(((), np.float64, "C"))  # shares a's arena
+
+    def fresh():
+        return [
+            padded(filled_local(d, levels, dtype))
+            if order == "P"
+            else filled_local(d, levels, dtype, order)
+            for levels, dtype, order in specs
+        ]
+
+    fields = fresh()
+    lowered = exchange_runs.to_sdfg(*fields)
+    starts = [
+        n.code.as_string
+        for n, _ in lowered.all_nodes_recursive()
+        if isinstance(n, dace.nodes.Tasklet) and n.label.endswith("_mpi_start")
+    ]
+    assert len(starts) == 2
+    assert all(("MPI_Isend((char*)field" in code) == (min_bytes == 1) for code in starts)
+    for _ in range(2):
+        exchange_runs(*fields)
+        for field, (levels, dtype, _) in zip(fields, specs):
+            np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+        fields = fresh()
+
+
 def test_exchange_in_a_plain_dace_program(comm) -> None:
     """``ex.exchange`` inside ``@dace.program`` (not ``@gh.program``): DaCe expands the node
     with its default implementation, buffers inside the expansion; each rank builds its own
@@ -260,7 +312,10 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     assert not unpacked.fusion_report(*args).producers  # the CPU default
 
     code = lowered.generate_code()[0].clean_code
-    assert code.count("MPI_Startall(") == 2 and code.count("MPI_Waitall(") == 2
+    assert code.count("MPI_Startall(") == 2
+    # per exchange, a wait for the persistent requests and one for the runs sent in place
+    # (whether faces go in place is decided at run time, by their length)
+    assert code.count("MPI_Waitall(") == 2 * 2 and "MPI_Isend((char*)field" in code
     assert "MPI_Send_init" in code and "MPI_COMM_WORLD" not in code
 
 

@@ -154,7 +154,8 @@ def exchange_sdfg(
             halo=list(data.decomposition.halo),
             directions=directions,
             field_count=len(descriptors),
-            tag_base=data.allocate_tags(len(descriptors)),  # one per field group
+            # one per field group, then one per field and direction (in_place.py)
+            tag_base=data.allocate_tags(len(descriptors) * (1 + len(plan.directions))),
             phase=phase,
         )
         plan_arrays = {"_peers": "peers"}

@@ -46,6 +46,7 @@ from dace.transformation.transformation import ExpandTransformation
 from gt4py_halo.sdfg.arena_copies import add_arena_copy, direction_symbols
 from gt4py_halo.sdfg.arenas import Arena, Segment, arenas, opposites
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole, on_device
+from gt4py_halo.sdfg.in_place import MAX_RUNS, Runs, box_runs
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
@@ -80,6 +81,14 @@ SELF = -2
 HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait")
 
 
+def _alike(ours: list[tuple[int, Runs]], theirs: list[tuple[int, Runs]]) -> bool:
+    """Whether two segments' fields are cut into the same runs (lengths and counts)."""
+    return all(
+        i == j and str(a.length) == str(b.length) and str(a.count) == str(b.count)
+        for (i, a), (j, b) in zip(ours, theirs, strict=True)
+    )
+
+
 def _unless(flags: tuple[str, ...]) -> str:
     """The condition's tail that skips packing where producer stencils packed already."""
     return f" and not ({' and '.join(flags)})" if flags else ""
@@ -110,6 +119,7 @@ class _Lowering:
             self._argument(TOKEN, outer)
         offsets = node.direction_offsets
         self.opposite = opposites(offsets)
+        self.in_place = self._in_place_runs()
         last = self.sdfg.add_state("begin", is_start_block=True)
         if packs(node.phase):
             for flags, _ in self._pack_groups():
@@ -119,9 +129,10 @@ class _Lowering:
                 last = self._arena_copies(last, "pack")
             else:
                 for k in range(len(offsets)):
+                    packed = self._unless_in_place(self.sends, k)
                     for n, (flags, group) in enumerate(self._pack_groups()):
                         fill = functools.partial(self._add_copies, group, k, "pack")
-                        condition = f"_peers[{k}] >= 0" + _unless(flags)
+                        condition = f"_peers[{k}] >= 0" + _unless(flags) + packed
                         last = self._branch(last, f"pack_{k}_{n}", [(condition, fill)])
             last = self._then(last, "start", self._add_start)
         if unpacks(node.phase):
@@ -129,12 +140,62 @@ class _Lowering:
             if node.copy_maps == "arena":
                 last = self._arena_copies(last, "unpack")
             for k in range(len(offsets)):
-                from_buffer = functools.partial(self._add_copies, self.recvs, k, "unpack")
                 from_self = functools.partial(self._add_self_copies, k)
                 branches = [(f"_peers[{k}] == {SELF}", from_self)]
                 if node.copy_maps != "arena":
-                    branches.insert(0, (f"_peers[{k}] >= 0", from_buffer))
+                    unpack = functools.partial(self._add_copies, self.recvs, k, "unpack")
+                    packed = self._unless_in_place(self.recvs, k)
+                    branches.insert(0, (f"_peers[{k}] >= 0" + packed, unpack))
                 last = self._branch(last, f"unpack_{k}", branches)
+
+    def _in_place_runs(self) -> dict[tuple[str, int], list[tuple[int, Runs]]]:
+        """(arena, direction) -> (field, runs) of the segments whose fields MPI moves in
+        place when their runs are long enough (``in_place.py``; on a CPU, with copy maps per
+        direction). A direction qualifies if, in every arena, every field is cut into runs
+        alike, and alike to the segment the neighbour exchanges with it (the same box, so the
+        same runs: checked, not assumed). All arenas of a direction go in place or none: their
+        copy maps then stay in one state, where they fuse."""
+        min_bytes = self.node.in_place_min_bytes
+        if self.gpu or self.node.copy_maps == "arena" or min_bytes <= 0:
+            return {}
+        found = {}
+        for arena in self.sends + self.recvs:
+            for segment in arena.segments:
+                starts = [a for a, _ in segment.bounds] + [0] * (len(segment.box) - self.ndim)
+                runs = [(i, box_runs(self.fields[i], starts, segment.box)) for i in arena.fields]
+                if all(r is not None for _, r in runs):
+                    conditions = {r.condition(arena.dtype.bytes, min_bytes, True) for _, r in runs}
+                    if len(conditions) == 1:
+                        found[(arena.name, segment.direction)] = runs
+        recvs = {arena.group: arena for arena in self.recvs}
+        chosen = {}
+        for k in range(len(self.node.direction_offsets)):
+            pairs = [
+                ((send.name, k), (recvs[send.group].name, self.opposite[k])) for send in self.sends
+            ]
+            if pairs and all(
+                ours in found and theirs in found and _alike(found[ours], found[theirs])
+                for ours, theirs in pairs
+            ):
+                chosen.update((key, found[key]) for pair in pairs for key in pair)
+        return chosen
+
+    def _in_place_condition(self, arenas: list[Arena], k: int, cpp: bool) -> str | None:
+        """When ``arenas``' segments of direction ``k`` go in place (run-time values of the
+        shape symbols); ``None``: never."""
+        conditions = []
+        for arena in arenas:
+            runs = self.in_place.get((arena.name, k))
+            if runs is None:
+                return None
+            min_bytes = self.node.in_place_min_bytes
+            conditions.append(runs[0][1].condition(arena.dtype.bytes, min_bytes, cpp))
+        return (" && " if cpp else " and ").join(conditions) if conditions else None
+
+    def _unless_in_place(self, arenas: list[Arena], k: int) -> str:
+        """The condition's tail that leaves direction ``k`` of ``arenas`` to MPI in place."""
+        condition = self._in_place_condition(arenas, k, cpp=False)
+        return f" and not ({condition})" if condition else ""
 
     def _arena_copies(self, last: Any, kind: str) -> Any:
         """After ``last``, one copy map per arena over all directions (``arena_copies.py``);
@@ -296,7 +357,7 @@ class _Lowering:
             init += self._allocate_mirror(arena)
             init += self._requests(arena, kind)
         init.append(f"__state->{uid}_count = n;")
-        run = []
+        run = self._post_in_place()
         if self.gpu:  # the packed messages to the host; MPI may only read them after this
             run += [line for a in self.sends for line in self._stage(a, to_host=True)]
             run.append(
@@ -326,11 +387,15 @@ if (!__state->{uid}_ready) {{
             f"int {uid}_count = 0;",
             f"int {uid}_ready = 0;",
         ]
+        if self.in_place:
+            most = MAX_RUNS * sum(len(runs) for runs in self.in_place.values())
+            fields += [f"MPI_Request {uid}_in_place[{most}];", f"int {uid}_posted = 0;"]
         if self.gpu:
             fields += [f"char* {a.name}_host = nullptr;" for a in arenas]
+        moved = self._fields_in_place()
         tasklet = state.add_tasklet(
             f"{uid}_mpi_start",
-            ["peers", "comm_handle"] + [f"_{a.name}" for a in self.sends],
+            ["peers", "comm_handle"] + [f"_{a.name}" for a in self.sends] + moved,
             [f"_{a.name}" for a in self.recvs]
             + ([TOKEN_CONNECTOR] if node.phase == "start" else []),
             code,
@@ -344,14 +409,20 @@ if (!__state->{uid}_ready) {{
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, connector)
         for a in self.sends:  # packed in the states before
             connect_whole(state, self.sdfg, state.add_read(a.name), tasklet, f"_{a.name}")
+        for connector in moved:  # runs sent from, received into
+            connect_whole(
+                state, self.sdfg, state.add_read(f"_f{connector[5:]}"), tasklet, connector
+            )
         for a in self.recvs:  # orders the wait after the start
             connect_whole(state, self.sdfg, tasklet, state.add_write(a.name), f"_{a.name}")
         if node.phase == "start":
             connect_whole(state, self.sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
 
     def _requests(self, arena: Arena, kind: str) -> list[str]:
-        """C code creating ``arena``'s persistent requests, one per neighbour rank."""
+        """C code creating ``arena``'s persistent requests, one per neighbour rank, for the
+        segments not sent in place."""
         segments = arena.segments
+        side = self.sends if kind == "Send" else self.recvs
         size = arena.dtype.bytes
         listing = lambda values: ", ".join(values)
         tag = self.node.tag_base + arena.group
@@ -367,6 +438,9 @@ if (!__state->{uid}_ready) {{
                 for s in segments
             )
             + "};",
+            "    const bool in_place[] = {"
+            + listing(self._in_place_condition(side, s.direction, True) or "0" for s in segments)
+            + "};",
             f"    char* base = (char*){self._wire(arena.name)};",
             f"    for (int k = 0; k < {len(self.node.direction_offsets)}; ++k) {{",
             "        const int p = peers[k];",
@@ -376,13 +450,14 @@ if (!__state->{uid}_ready) {{
             f"        int c = 0, lengths[{len(segments)}];",
             f"        MPI_Aint displacements[{len(segments)}];",
             f"        for (int s = 0; s < {len(segments)}; ++s) {{",
-            "            if (peers[dirs[s]] != p) continue;",
+            "            if (peers[dirs[s]] != p || in_place[s]) continue;",
             "            if (c > 0 && displacements[c - 1] + lengths[c - 1] == at[s]) {",
             "                lengths[c - 1] += bytes[s];  // side by side: one block",
             "            } else {",
             "                displacements[c] = at[s]; lengths[c++] = bytes[s];",
             "            }",
             "        }",
+            "        if (c == 0) continue;  // all in place",
             "        if (c == 1) {",
             (
                 f"            MPI_{kind}_init(base + displacements[0], lengths[0], MPI_BYTE, p, {tag},"
@@ -405,6 +480,11 @@ if (!__state->{uid}_ready) {{
     def _add_wait(self, state: dace.SDFGState) -> None:
         uid = self.uid
         code = [f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
+        if self.in_place:
+            code.append(
+                f"MPI_Waitall(__state->{uid}_posted, __state->{uid}_in_place, MPI_STATUSES_IGNORE);"
+            )
+        moved = self._fields_in_place() if unpacks(self.node.phase) else []
         if self.gpu:  # received messages to the device, on the stream: no host wait
             code += [line for a in self.recvs for line in self._stage(a, to_host=False)]
         names = [a.name for a in self.recvs]
@@ -412,7 +492,7 @@ if (!__state->{uid}_ready) {{
         tasklet = state.add_tasklet(
             f"{uid}_mpi_wait",
             ["peers"] + [f"_{n}_in" for n in names] + token,
-            [f"_{n}" for n in names],
+            [f"_{n}" for n in names] + moved,
             "\n".join(code),
             language=dtypes.Language.CPP,
             side_effects=True,
@@ -421,8 +501,51 @@ if (!__state->{uid}_ready) {{
         for name in names:  # unpacked in the states after
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, f"_{name}_in")
             connect_whole(state, self.sdfg, tasklet, state.add_write(name), f"_{name}")
+        for connector in moved:  # halos received in place
+            connect_whole(
+                state, self.sdfg, tasklet, state.add_write(f"_f{connector[5:]}"), connector
+            )
         if token:
             connect_whole(state, self.sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
+
+    def _fields_in_place(self) -> list[str]:
+        """Tasklet connectors (``field<i>``) of the fields some of whose runs MPI moves."""
+        fields = sorted({i for runs in self.in_place.values() for i, _ in runs})
+        return [f"field{i}" for i in fields]
+
+    def _post_in_place(self) -> list[str]:
+        """C++ posting, per call, the receives and then the sends of the runs that go in
+        place: non-persistent requests, as the fields may be other arrays at each call. Runs
+        of one field and direction share a tag and match in posting order."""
+        if not self.in_place:
+            return []
+        uid, nfield = self.uid, self.node.field_count
+        lines = [
+            "{",
+            "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
+            f"MPI_Request* requests = __state->{uid}_in_place;",
+            "int posted = 0;",
+        ]
+        for kind, call in ((self.recvs, "MPI_Irecv"), (self.sends, "MPI_Isend")):
+            for arena in kind:
+                for segment in arena.segments:
+                    k = segment.direction
+                    condition = self._in_place_condition(kind, k, cpp=True)
+                    if condition is None:
+                        continue
+                    sender = k if call == "MPI_Isend" else self.opposite[k]
+                    lines.append(f"if (peers[{k}] >= 0 && {condition}) {{")
+                    for i, runs in self.in_place[(arena.name, k)]:
+                        tag = self.node.tag_base + nfield + sender * nfield + i
+                        size = arena.dtype.bytes
+                        post = (
+                            f"{call}((char*)field{i} + at * {size}, (int)(run * {size}), "
+                            f"MPI_BYTE, peers[{k}], {tag}, comm, &requests[posted++]);"
+                        )
+                        lines += runs.posts(self.fields[i].strides, post)
+                    lines.append("}")
+        lines += [f"__state->{uid}_posted = posted;", "}"]
+        return lines
 
     def _wire(self, name: str) -> str:
         """What MPI reads or writes: the arena, or on a GPU its pinned host mirror."""

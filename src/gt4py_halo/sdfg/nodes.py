@@ -50,6 +50,11 @@ class HaloExchange(nodes.LibraryNode):
         default="direction",
         desc="'direction': a copy map per direction; 'arena': one per arena (arena_copies.py)",
     )
+    in_place_min_bytes = properties.Property(
+        dtype=int,
+        default=0,
+        desc="contiguous runs of at least this many bytes are sent in place (0: never)",
+    )
     prepacked = properties.DictProperty(
         key_type=str,
         value_type=str,

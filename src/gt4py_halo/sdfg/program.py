@@ -19,6 +19,7 @@ import contextlib
 import copy
 import functools
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,7 @@ from mpi4py import MPI
 from gt4py_halo.build_once import build_on_root
 from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
 from gt4py_halo.sdfg.fusion import FusionReport, fuse_exchange_maps
+from gt4py_halo.sdfg.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.sdfg.message_buffers import attach_message_buffers
 from gt4py_halo.sdfg.mpi_expansion import HOST_TASKLET_SUFFIXES
 from gt4py_halo.sdfg.nodes import EXCHANGE_NODES, HaloExchange
@@ -53,6 +55,7 @@ class Program:
         device: str = "cpu",
         copy_maps: str | None = None,
         pack_in_producers: bool | None = None,
+        in_place_min_bytes: int | None = IN_PLACE_MIN_BYTES,
     ) -> None:
         if device not in ("cpu", "gpu"):
             raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
@@ -65,6 +68,7 @@ class Program:
         self._pack_in_producers = (
             device == "gpu" if pack_in_producers is None else pack_in_producers
         )
+        self._in_place_min_bytes = in_place_min_bytes or 0
         self._dace_program = dace.program(function)
         self._builds: dict[tuple, tuple[Any, dict[str, Any]]] = {}
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
@@ -84,7 +88,7 @@ class Program:
             if layout is not None:  # the symbolic shapes and strides of _symbolic_descriptor
                 arguments.update(zip(layout[0], value.shape))
                 strides = zip(layout[1], _element_strides(value))
-                arguments.update((name, n) for name, n in strides if name is not None)
+                arguments.update((spec, n) for spec, n in strides if isinstance(spec, str))
         # array descriptors carry symbolic strides: views (GT4Py's padded buffers) are fine
         with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
             prepared = compiled.construct_arguments(**arguments)
@@ -153,7 +157,11 @@ class Program:
     def _lower_anew(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
         sdfg = self._parse(values)
         prepacked = lower_halo_exchanges(
-            sdfg, self._device == "cpu", self._copy_maps, self._pack_in_producers
+            sdfg,
+            self._device == "cpu",
+            self._copy_maps,
+            self._pack_in_producers,
+            self._in_place_min_bytes,
         )
         sdfg.simplify()
         report = fuse_exchange_maps(sdfg)
@@ -171,6 +179,7 @@ def program(
     device: str = "cpu",
     copy_maps: str | None = None,
     pack_in_producers: bool | None = None,
+    in_place_min_bytes: int | None = IN_PLACE_MIN_BYTES,
 ) -> Any:
     """Decorate a step of GT4Py programs and ``ex.exchange`` calls to compile it as one SDFG.
 
@@ -183,6 +192,10 @@ def program(
     ``pack_in_producers``: whether the stencil that writes a field right before its exchange
     also packs its messages (``sdfg/producer_fusion.py``; default: on a GPU only, where it
     saves kernels; on a CPU its per-point box tests slowed the stencils more than it saved).
+    ``in_place_min_bytes``: on a CPU with copy maps per direction, boxes that are contiguous
+    runs of at least this many bytes (at most ``in_place.MAX_RUNS`` per field) go from field
+    to field as MPI messages of their own instead of through the arenas; ``None``: never
+    (``sdfg/in_place.py``).
     """
     if function is None:
         return functools.partial(
@@ -191,8 +204,9 @@ def program(
             device=device,
             copy_maps=copy_maps,
             pack_in_producers=pack_in_producers,
+            in_place_min_bytes=in_place_min_bytes,
         )
-    return Program(function, comm, device, copy_maps, pack_in_producers)
+    return Program(function, comm, device, copy_maps, pack_in_producers, in_place_min_bytes)
 
 
 def codegen_config(device: str) -> contextlib.AbstractContextManager:
@@ -247,6 +261,7 @@ def lower_halo_exchanges(
     separate: bool = False,
     copy_maps: str = "direction",
     pack_in_producers: bool = True,
+    in_place_min_bytes: int = 0,
 ) -> dict[str, list[str]]:
     """Expand every exchange node with its implementation; return which send arenas the
     stencils producing their fields fill (``fuse_packs_into_producers``).
@@ -254,7 +269,8 @@ def lower_halo_exchanges(
     The nodes first get their message buffers as arrays of the SDFG holding them
     (``attach_message_buffers``), each finish its start's (``connect_pairs``), and the
     producer stencils of cartesian exchanges their packing (``pack_in_producers``); those
-    copy with a map per direction or one per arena (``copy_maps``, see ``program``).
+    copy with a map per direction or one per arena (``copy_maps``) and send long contiguous
+    runs in place (``in_place_min_bytes``, 0: never), see ``program``.
     ``separate``: keep each expansion a function of its own, its buffers pointer arguments
     (``simplify`` would inline it); on a CPU that lets the C compiler vectorize the copies.
     """
@@ -269,6 +285,7 @@ def lower_halo_exchanges(
     for node, state in found:
         if isinstance(node, HaloExchange):
             node.copy_maps = copy_maps
+            node.in_place_min_bytes = in_place_min_bytes
         before = set(state.nodes())
         node.expand(state, node.implementation)
         for new in set(state.nodes()) - before:
@@ -335,16 +352,20 @@ def _element_strides(value: Any) -> tuple[int, ...]:
 
 
 def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple] | None]:
-    """Per argument, the names of its size and stride symbols (``None`` for non-arrays).
+    """Per argument, the names of its size symbols and how its strides are written
+    (``None`` for non-arrays).
 
     Arrays of equal shape (strides) share size (stride) symbols. One SDFG still serves every
     rank and block size, and DaCe can prove that maps over such fields have the same ranges:
     map fusion needs that (the pack maps of one exchange's fields, stencils over several
-    fields). A unit stride is no symbol but the constant 1 (name ``None``): the C compiler
-    then sees contiguous inner loops and vectorizes the copies (a symbolic unit stride made
-    the compiled exchange of 10 fields of 70x134x80 twice as slow as the runtime one). Which
-    arguments share, and which strides are 1, is part of a build's key: a call that breaks
-    the pattern builds anew.
+    fields). A stride is written (``_stride_specs``) as the constant 1 (``None``): the C
+    compiler then sees contiguous inner loops and vectorizes the copies (a symbolic unit
+    stride made the compiled exchange of 10 fields of 70x134x80 twice as slow as the runtime
+    one); as the product of the sizes of the dimensions inside it where the array is dense
+    there (a tuple of those dimensions): the exchange then knows which boxes are contiguous
+    runs that MPI can move in place (``sdfg/in_place.py``); else as a symbol of its own.
+    Which arguments share, and how strides are written, is part of a build's key: a call that
+    breaks the pattern builds anew.
     """
     shapes: dict[tuple, int] = {}
     strides: dict[tuple, int] = {}
@@ -355,16 +376,31 @@ def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple] | None]:
             continue
         g = shapes.setdefault(tuple(value.shape), len(shapes))
         t = strides.setdefault(_element_strides(value), len(strides))
-        layouts.append(
-            (
-                tuple(f"__shape{g}_{k}" for k in range(value.ndim)),
-                tuple(
-                    None if n == 1 else f"__strides{t}_{k}"
-                    for k, n in enumerate(_element_strides(value))
-                ),
-            )
-        )
+        names = tuple(f"__shape{g}_{k}" for k in range(value.ndim))
+        layouts.append((names, _stride_specs(value, f"__strides{t}")))
     return layouts
+
+
+def _stride_specs(value: Any, prefix: str) -> tuple:
+    """How ``_symbolic_descriptor`` writes each stride of ``value``: ``None`` (1), a tuple of
+    dimensions (the product of their sizes: dense from the unit stride up to here) or a
+    symbol name (``prefix_k``)."""
+    strides, shape = _element_strides(value), value.shape
+    specs: list = [f"{prefix}_{k}" for k in range(value.ndim)]
+    inner: tuple | None = None  # the dims inside the current one, while dense
+    previous = None
+    for k in sorted(range(value.ndim), key=lambda k: (strides[k], k)):
+        if strides[k] == 1 and previous is None:
+            inner = ()
+        elif inner is not None and previous is not None and shape[previous] > 1:
+            dense = strides[k] == strides[previous] * shape[previous]
+            inner = (*inner, previous) if dense else None
+        else:
+            inner = None
+        if inner is not None:
+            specs[k] = inner or None
+        previous = k
+    return tuple(specs)
 
 
 def _symbolic_descriptor(value: Any, layout: tuple | None, device: str) -> Any:
@@ -373,6 +409,14 @@ def _symbolic_descriptor(value: Any, layout: tuple | None, device: str) -> Any:
     return dace.data.Array(
         dace.dtypes.typeclass(value.dtype.type),
         shape=[dace.symbol(name) for name in layout[0]],
-        strides=[1 if name is None else dace.symbol(name) for name in layout[1]],
+        strides=[_stride(spec, layout[0]) for spec in layout[1]],
         storage=dace.StorageType.GPU_Global if device == "gpu" else dace.StorageType.Default,
     )
+
+
+def _stride(spec: Any, shape_names: tuple[str, ...]) -> Any:
+    if spec is None:
+        return 1
+    if isinstance(spec, str):
+        return dace.symbol(spec)
+    return math.prod(dace.symbol(shape_names[d]) for d in spec)
