@@ -223,6 +223,24 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
         fields = fresh()
 
 
+def test_new_shapes_reuse_the_build_with_buffers_of_their_own(comm) -> None:
+    """Fields with more levels than at the first call (the same exchange, the same build):
+    the message buffers and persistent requests must be those of the new shapes, and the
+    first shapes must still work after."""
+    d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def exchange_levels(a):
+        ex.exchange(a)
+
+    for levels in [(2,), (7,), (2,)]:
+        field = filled_local(d, levels, np.float64)
+        exchange_levels(field)
+        np.testing.assert_array_equal(field, expected_local(d, levels, np.float64))
+    assert len(exchange_levels._binaries) == 1 and len(exchange_levels._builds) == 2
+
+
 def test_exchange_in_a_plain_dace_program(comm) -> None:
     """``ex.exchange`` inside ``@dace.program`` (not ``@gh.program``): DaCe expands the node
     with its default implementation, buffers inside the expansion; each rank builds its own

@@ -23,6 +23,7 @@ import dataclasses
 import math
 from typing import Any
 
+import dace
 import sympy
 from dace.symbolic import symstr
 
@@ -66,18 +67,22 @@ class Runs:
         return [*lines, "}"]
 
 
-def box_runs(desc: Any, starts: list[Any], extents: list[Any]) -> Runs | None:
+def box_runs(
+    desc: Any, starts: list[Any], extents: list[Any], dense: dict[str, str]
+) -> Runs | None:
     """The box of ``desc`` from ``starts`` with ``extents`` (per dimension) as contiguous runs,
-    or ``None`` if the layout does not say (no unit stride)."""
-    shape, strides = list(desc.shape), list(desc.strides)
+    or ``None`` if the layout does not say (no unit stride). ``dense``: stride symbol -> the
+    product of size symbols it equals."""
+    shape = list(desc.shape)
+    strides = [_substituted(stride, dense) for stride in desc.strides]
     dims = range(len(shape))
     current = next((d for d in dims if _equal(strides[d], 1)), None)
     if current is None:
         return None
     merged, length = [current], extents[current]
     while _equal(starts[current], 0) and _equal(extents[current], shape[current]):
-        dense = strides[current] * shape[current]
-        following = [d for d in dims if d not in merged and _equal(strides[d], dense)]
+        product = strides[current] * shape[current]
+        following = [d for d in dims if d not in merged and _equal(strides[d], product)]
         if not following:
             break
         current = following[0]
@@ -86,6 +91,16 @@ def box_runs(desc: Any, starts: list[Any], extents: list[Any]) -> Runs | None:
     outer = [(d, extents[d]) for d in dims if d not in merged]
     first = sum(start * stride for start, stride in zip(starts, strides))
     return Runs(length, outer, first)
+
+
+def _substituted(expr: Any, products: dict[str, str]) -> Any:
+    expr = sympy.sympify(expr)
+    known = {
+        s: dace.symbolic.pystr_to_symbolic(products[str(s)])
+        for s in expr.free_symbols
+        if str(s) in products
+    }
+    return expr.subs(known, simultaneous=True)
 
 
 def _equal(a: Any, b: Any) -> bool:

@@ -162,7 +162,10 @@ class _Lowering:
         for arena in self.sends + self.recvs:
             for segment in arena.segments:
                 starts = [a for a, _ in segment.bounds] + [0] * (len(segment.box) - self.ndim)
-                runs = [(i, box_runs(self.fields[i], starts, segment.box)) for i in arena.fields]
+                dense = self.node.dense_strides
+                runs = [
+                    (i, box_runs(self.fields[i], starts, segment.box, dense)) for i in arena.fields
+                ]
                 if all(r is not None for _, r in runs):
                     conditions = {r.condition(arena.dtype.bytes, min_bytes, True) for _, r in runs}
                     if len(conditions) == 1:

@@ -55,6 +55,11 @@ class HaloExchange(nodes.LibraryNode):
         default=0,
         desc="contiguous runs of at least this many bytes are sent in place (0: never)",
     )
+    dense_strides = properties.DictProperty(
+        key_type=str,
+        value_type=str,
+        desc="stride symbol -> the product of size symbols it equals (where fields are dense)",
+    )
     prepacked = properties.DictProperty(
         key_type=str,
         value_type=str,

@@ -10,7 +10,8 @@ The pipeline reads like gt4py's own workflow, one step after the other:
 4. simplify again, then compile on one rank and load on all (``build_once``).
 
 Compiled steps are kept per argument signature (dtypes and ranks of arrays, types of
-scalars): a step called with new shapes reuses its build.
+scalars): a step called with new shapes reuses its build, as an instance of its own (message
+buffers are sized for the shapes).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import contextlib
 import copy
 import functools
 import logging
-import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -70,7 +71,8 @@ class Program:
         )
         self._in_place_min_bytes = in_place_min_bytes or 0
         self._dace_program = dace.program(function)
-        self._builds: dict[tuple, tuple[Any, dict[str, Any]]] = {}
+        self._builds: dict[tuple, tuple[Any, dict[str, Any]]] = {}  # per build key and shapes
+        self._binaries: dict[tuple, str] = {}  # build key -> the build folder
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
         self._last_call: tuple | None = None
 
@@ -88,7 +90,7 @@ class Program:
             if layout is not None:  # the symbolic shapes and strides of _symbolic_descriptor
                 arguments.update(zip(layout[0], value.shape))
                 strides = zip(layout[1], _element_strides(value))
-                arguments.update((spec, n) for spec, n in strides if isinstance(spec, str))
+                arguments.update((name, n) for name, n in strides if name is not None)
         # array descriptors carry symbolic strides: views (GT4Py's padded buffers) are fine
         with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
             prepared = compiled.construct_arguments(**arguments)
@@ -113,9 +115,20 @@ class Program:
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
         for: DaCe's general symbol inference costs milliseconds per call.
+
+        One binary serves every shape, but each set of shapes gets an instance of its own:
+        an instance sizes its message buffers and persistent requests for the shapes of its
+        first call (the arguments' levels may differ between calls of one exchange).
         """
         key = _build_key(values, layouts)
-        if key not in self._builds:
+        instance = (key, tuple(getattr(v, "shape", None) for v in values))
+        if instance in self._builds:
+            return self._builds[instance]
+        if key in self._binaries:
+            with warnings.catch_warnings():  # DaCe loads a copy of a loaded library, and says so
+                warnings.simplefilter("ignore", UserWarning)
+                compiled = load_precompiled_sdfg(self._binaries[key])
+        else:
             sdfg, _ = self._lower(values)
             names = self._comm.allgather(sdfg.name)
             if len(set(names)) > 1:
@@ -130,11 +143,12 @@ class Program:
                     share=lambda _: sdfg.build_folder,
                     load=load_precompiled_sdfg,
                 )
-            fixed = dict(self._dace_program.__sdfg_closure__())
-            for value in list(fixed.values()):
-                fixed.update(_closure_symbols(value))
-            self._builds[key] = (compiled, fixed)
-        return self._builds[key]
+            self._binaries[key] = self._comm.bcast(sdfg.build_folder)
+        fixed = dict(self._dace_program.__sdfg_closure__())
+        for value in list(fixed.values()):
+            fixed.update(_closure_symbols(value))
+        self._builds[instance] = (compiled, fixed)
+        return self._builds[instance]
 
     def _parse(self, values: list[Any]) -> dace.SDFG:
         descriptors = [
@@ -162,6 +176,7 @@ class Program:
             self._copy_maps,
             self._pack_in_producers,
             self._in_place_min_bytes,
+            dense_strides(_layout_symbols(values)),
         )
         sdfg.simplify()
         report = fuse_exchange_maps(sdfg)
@@ -262,6 +277,7 @@ def lower_halo_exchanges(
     copy_maps: str = "direction",
     pack_in_producers: bool = True,
     in_place_min_bytes: int = 0,
+    dense: dict[str, str] | None = None,
 ) -> dict[str, list[str]]:
     """Expand every exchange node with its implementation; return which send arenas the
     stencils producing their fields fill (``fuse_packs_into_producers``).
@@ -270,7 +286,8 @@ def lower_halo_exchanges(
     (``attach_message_buffers``), each finish its start's (``connect_pairs``), and the
     producer stencils of cartesian exchanges their packing (``pack_in_producers``); those
     copy with a map per direction or one per arena (``copy_maps``) and send long contiguous
-    runs in place (``in_place_min_bytes``, 0: never), see ``program``.
+    runs in place (``in_place_min_bytes``, 0: never; ``dense``: which stride symbols are
+    products of sizes, ``dense_strides``), see ``program``.
     ``separate``: keep each expansion a function of its own, its buffers pointer arguments
     (``simplify`` would inline it); on a CPU that lets the C compiler vectorize the copies.
     """
@@ -286,6 +303,7 @@ def lower_halo_exchanges(
         if isinstance(node, HaloExchange):
             node.copy_maps = copy_maps
             node.in_place_min_bytes = in_place_min_bytes
+            node.dense_strides = dense or {}
         before = set(state.nodes())
         node.expand(state, node.implementation)
         for new in set(state.nodes()) - before:
@@ -351,21 +369,21 @@ def _element_strides(value: Any) -> tuple[int, ...]:
     return tuple(s // value.itemsize for s in value.strides)
 
 
-def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple] | None]:
-    """Per argument, the names of its size symbols and how its strides are written
-    (``None`` for non-arrays).
+def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple, tuple] | None]:
+    """Per argument (``None`` for non-arrays): the names of its size symbols, of its stride
+    symbols, and where it is dense (``_dense_dims``).
 
     Arrays of equal shape (strides) share size (stride) symbols. One SDFG still serves every
     rank and block size, and DaCe can prove that maps over such fields have the same ranges:
     map fusion needs that (the pack maps of one exchange's fields, stencils over several
-    fields). A stride is written (``_stride_specs``) as the constant 1 (``None``): the C
-    compiler then sees contiguous inner loops and vectorizes the copies (a symbolic unit
-    stride made the compiled exchange of 10 fields of 70x134x80 twice as slow as the runtime
-    one); as the product of the sizes of the dimensions inside it where the array is dense
-    there (a tuple of those dimensions): the exchange then knows which boxes are contiguous
-    runs that MPI can move in place (``sdfg/in_place.py``); else as a symbol of its own.
-    Which arguments share, and how strides are written, is part of a build's key: a call that
-    breaks the pattern builds anew.
+    fields). A unit stride is no symbol but the constant 1 (name ``None``): the C compiler
+    then sees contiguous inner loops and vectorizes the copies (a symbolic unit stride made
+    the compiled exchange of 10 fields of 70x134x80 twice as slow as the runtime one). The
+    exchanges learn which strides are products of sizes (``dense_strides``) to find boxes
+    that MPI can move in place (``sdfg/in_place.py``); the strides stay symbols of their own
+    in the descriptors (written as products, the stencils of the large benchmark step ran
+    23% slower). Which arguments share, which strides are 1 and where arrays are dense is part
+    of a build's key: a call that breaks the pattern builds anew.
     """
     shapes: dict[tuple, int] = {}
     strides: dict[tuple, int] = {}
@@ -376,31 +394,50 @@ def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple] | None]:
             continue
         g = shapes.setdefault(tuple(value.shape), len(shapes))
         t = strides.setdefault(_element_strides(value), len(strides))
-        names = tuple(f"__shape{g}_{k}" for k in range(value.ndim))
-        layouts.append((names, _stride_specs(value, f"__strides{t}")))
+        layouts.append(
+            (
+                tuple(f"__shape{g}_{k}" for k in range(value.ndim)),
+                tuple(
+                    None if n == 1 else f"__strides{t}_{k}"
+                    for k, n in enumerate(_element_strides(value))
+                ),
+                _dense_dims(value),
+            )
+        )
     return layouts
 
 
-def _stride_specs(value: Any, prefix: str) -> tuple:
-    """How ``_symbolic_descriptor`` writes each stride of ``value``: ``None`` (1), a tuple of
-    dimensions (the product of their sizes: dense from the unit stride up to here) or a
-    symbol name (``prefix_k``)."""
+def _dense_dims(value: Any) -> tuple:
+    """Per dimension of ``value``, the dimensions inside it whose sizes multiply to its stride
+    (the array is dense from the unit stride up to it), or ``None``."""
     strides, shape = _element_strides(value), value.shape
-    specs: list = [f"{prefix}_{k}" for k in range(value.ndim)]
+    dense: list = [None] * value.ndim
     inner: tuple | None = None  # the dims inside the current one, while dense
     previous = None
     for k in sorted(range(value.ndim), key=lambda k: (strides[k], k)):
         if strides[k] == 1 and previous is None:
             inner = ()
         elif inner is not None and previous is not None and shape[previous] > 1:
-            dense = strides[k] == strides[previous] * shape[previous]
-            inner = (*inner, previous) if dense else None
+            is_dense = strides[k] == strides[previous] * shape[previous]
+            inner = (*inner, previous) if is_dense else None
         else:
             inner = None
-        if inner is not None:
-            specs[k] = inner or None
+        if inner:
+            dense[k] = inner
         previous = k
-    return tuple(specs)
+    return tuple(dense)
+
+
+def dense_strides(layouts: list) -> dict[str, str]:
+    """Stride symbol -> the product of size symbols it equals, over all arguments."""
+    found = {}
+    for layout in layouts:
+        if layout is not None:
+            names, stride_names, dense = layout
+            for name, dims in zip(stride_names, dense):
+                if name is not None and dims:
+                    found[name] = "*".join(names[d] for d in dims)
+    return found
 
 
 def _symbolic_descriptor(value: Any, layout: tuple | None, device: str) -> Any:
@@ -409,14 +446,6 @@ def _symbolic_descriptor(value: Any, layout: tuple | None, device: str) -> Any:
     return dace.data.Array(
         dace.dtypes.typeclass(value.dtype.type),
         shape=[dace.symbol(name) for name in layout[0]],
-        strides=[_stride(spec, layout[0]) for spec in layout[1]],
+        strides=[1 if name is None else dace.symbol(name) for name in layout[1]],
         storage=dace.StorageType.GPU_Global if device == "gpu" else dace.StorageType.Default,
     )
-
-
-def _stride(spec: Any, shape_names: tuple[str, ...]) -> Any:
-    if spec is None:
-        return 1
-    if isinstance(spec, str):
-        return dace.symbol(spec)
-    return math.prod(dace.symbol(shape_names[d]) for d in spec)
