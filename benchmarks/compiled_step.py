@@ -9,6 +9,9 @@ back. Timed per iteration, reported per step (half an iteration):
 
 - ``a-compiled``: one ``@gh.program`` holding both steps, exchanges included (one SDFG),
   called as a user calls it;
+- ``q-compiled-packed``: ``a-compiled`` built with ``in_place_min_bytes=None``: every box
+  packed, none sent from field to field (``a`` sends the long runs of the large case's faces
+  in place);
 - ``p-compiled-stencil-packs``: ``a-compiled`` built with ``pack_in_producers=True``: the
   stencil before the second exchange writes that exchange's send buffers itself (the GPU
   default; off by default on a CPU);
@@ -38,7 +41,7 @@ Cases (float64, periodic, 2 ranks -> process grid 2x1x1):
   diffusion to 10 fields, one exchange of all 10 fields per step (the halo is wider than the
   stencil needs, as in a model where other stencils need it).
 
-Fields are C-ordered (K contiguous), see ``as_field``. First ``a-compiled``, ``p-...`` and ``b-python`` run a few iterations from the same initial fields and must give bit-identical
+Fields are C-ordered (K contiguous), see ``as_field``. First ``a``, ``q``, ``p`` and ``b-python`` run a few iterations from the same initial fields and must give bit-identical
 fields, halos included, on every rank. Then every implementation is warmed up (the first call
 compiles; compile times are printed) and timed: each sample is a barrier followed by a batch
 of iterations of one implementation (sized per implementation to last about ``--sample-ms``), implementations take turns round-robin (rotating order);
@@ -152,13 +155,15 @@ def compiled_steps(
     ex: gh.Exchange, sync: gh.Exchange, comm: MPI.Comm, nfields: int
 ) -> dict[str, Callable]:
     """``@gh.program`` steps: two steps with exchanges (``a``) and without (``c``), and two
-    exchanges alone (``x``); ``p``: ``a`` with the stencil before each exchange packing its
+    exchanges alone (``x``); ``q``: ``a`` with every box packed (no runs in place); ``p``:
+    ``a`` with the stencil before each exchange packing its
     messages (``pack_in_producers=True``, the GPU default); ``s``: ``c`` synchronized where
     ``a`` exchanges, by an exchange of a tiny field ``t`` (``sync``)."""
 
     def with_and_without_stencil_packing(step: Callable) -> dict[str, Callable]:
         return {
             "a": gh.program(step, comm=comm),
+            "q": gh.program(step, comm=comm, in_place_min_bytes=None),
             "p": gh.program(step, comm=comm, pack_in_producers=True),
         }
 
@@ -299,12 +304,15 @@ def implementations(
     stencil = diffuse_1 if len(u) == 1 else diffuse_10
     ex = gh.make_exchange(d, backend="mpi")
     comm = d.comm
-    step_a, step_p = compiled["a"], compiled["p"]
+    step_a, step_q, step_p = compiled["a"], compiled["q"], compiled["p"]
     step_c, step_s, exchanges_x = compiled["c"], compiled["s"], compiled["x"]
     hand = HandWrittenExchange(d, [f.ndarray for f in u])
 
     def a() -> None:
         step_a(*u, *v, *b)
+
+    def q() -> None:
+        step_q(*u, *v, *b)
 
     def p() -> None:
         step_p(*u, *v, *b)
@@ -344,6 +352,7 @@ def implementations(
 
     return {
         "a-compiled": a,
+        "q-compiled-packed": q,
         "p-compiled-stencil-packs": p,
         "b-python": b_python,
         "c-compiled-noex": c,
@@ -376,7 +385,7 @@ def verify(
     """(a) and (b) from the same initial fields give the same bits, halos included."""
     comm = MPI.COMM_WORLD
     results = {}
-    for name in ("a-compiled", "p-compiled-stencil-packs", "b-python"):
+    for name in ("a-compiled", "q-compiled-packed", "p-compiled-stencil-packs", "b-python"):
         fields = initial_fields(d, case.nfields)
         before = [f.asnumpy().copy() for f in fields.u]
         step = implementations(d, fields, compiled, tiny).get(name)
@@ -417,7 +426,7 @@ def run_case(case: Case, repeats: int, sample_s: float) -> dict:
     # compile (rank 0) and load (all) every compiled program once, on throwaway fields
     compile_s = {}
     scratch = initial_fields(d, case.nfields)
-    for key in ("a", "p", "c", "s", "x"):
+    for key in ("a", "q", "p", "c", "s", "x"):
         comm.Barrier()
         t0 = time.perf_counter()
         args = scratch.u if key == "x" else (*scratch.u, *scratch.v, *scratch.bounds)
@@ -487,14 +496,15 @@ def report(results: Sequence[dict], repeats: int) -> str:
             "Exchange overhead per step, against the lower bound L = c-compiled-noex (the "
             "compiled step without exchanges); target 1: (a-L)/(b-L) <= 0.5 on small; "
             "target 2: (a-L) <= 1.5 x pure communication on large. S = s-compiled-sync: the "
-            "compiled step synchronized where a exchanges (a tiny exchange)"
+            "compiled step synchronized where a exchanges (a tiny exchange). Q = "
+            "q-compiled-packed: a with every box packed"
         ),
         "",
         (
             "| case | L | a-L | b-L | d-L | b-e | (a-L)/(b-L) | (a-L)/x-mpi4py | (a-L)/x-ours-mpi "
-            "| x-compiled/x-mpi4py | S-L | (a-S)/x-mpi4py |"
+            "| x-compiled/x-mpi4py | S-L | (a-S)/x-mpi4py | Q-a | (Q-L)/x-mpi4py |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for res in results:
         med = {n: float(np.median(res["samples"][n])) for n in names}
@@ -513,6 +523,8 @@ def report(results: Sequence[dict], repeats: int) -> str:
             f"{med['x-compiled'] / comm1:.2f}",
             fmt_time(med["s-compiled-sync"] - low),
             f"{(a - med['s-compiled-sync']) / comm1:.2f}",
+            fmt_time(med["q-compiled-packed"] - a),
+            f"{(med['q-compiled-packed'] - low) / comm1:.2f}",
         ]
         lines.append(f"| {res['case'].label} | " + " | ".join(cells) + " |")
     lines += ["", "Compile + load time of the @gh.program steps (first call, slowest rank)", ""]

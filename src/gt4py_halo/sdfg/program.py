@@ -381,9 +381,9 @@ def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple, tuple] | None
     the compiled exchange of 10 fields of 70x134x80 twice as slow as the runtime one). The
     exchanges learn which strides are products of sizes (``dense_strides``) to find boxes
     that MPI can move in place (``sdfg/in_place.py``); the strides stay symbols of their own
-    in the descriptors (written as products, the stencils of the large benchmark step ran
-    23% slower). Which arguments share, which strides are 1 and where arrays are dense is part
-    of a build's key: a call that breaks the pattern builds anew.
+    in the descriptors, so the stencils' code is what it was measured as. Which arguments
+    share, which strides are 1 and where arrays are dense is part of a build's key: a call
+    that breaks the pattern builds anew.
     """
     shapes: dict[tuple, int] = {}
     strides: dict[tuple, int] = {}
