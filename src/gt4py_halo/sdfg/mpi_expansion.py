@@ -15,6 +15,10 @@ becomes a nested SDFG (a split pair: the ``start`` node the part up to ``MPI_Sta
    (``SELF``, a periodic axis not split over ranks): one **self-copy** map per group, owned
    cells straight to the halo; nothing beyond an open boundary (the halo keeps what it held).
 
+On a CPU, a direction whose boxes are a few long contiguous runs of the fields skips the
+pack and unpack maps: the start tasklet posts its runs as MPI messages of their own, straight
+from and into the fields, and the wait tasklet waits for them too (``in_place.py``).
+
 Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
 runtime plan is built from). Arenas are persistent arrays of the SDFG holding the node
 (``message_buffers.py``), and the requests live in the program's state struct under the
@@ -487,7 +491,7 @@ if (!__state->{uid}_ready) {{
             code.append(
                 f"MPI_Waitall(__state->{uid}_posted, __state->{uid}_in_place, MPI_STATUSES_IGNORE);"
             )
-        moved = self._fields_in_place() if unpacks(self.node.phase) else []
+        moved = self._fields_in_place()
         if self.gpu:  # received messages to the device, on the stream: no host wait
             code += [line for a in self.recvs for line in self._stage(a, to_host=False)]
         names = [a.name for a in self.recvs]

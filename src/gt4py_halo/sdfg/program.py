@@ -62,6 +62,12 @@ class Program:
             raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
         if copy_maps not in (None, *COPY_MAPS):
             raise ValueError(f"copy_maps must be one of {COPY_MAPS} or None, got {copy_maps!r}")
+        if in_place_min_bytes is not None and (
+            not isinstance(in_place_min_bytes, int) or in_place_min_bytes < 1
+        ):
+            raise ValueError(
+                f"in_place_min_bytes must be a positive int or None, got {in_place_min_bytes!r}"
+            )
         functools.update_wrapper(self, function)
         self._comm = comm if comm is not None else MPI.COMM_WORLD
         self._device = device
