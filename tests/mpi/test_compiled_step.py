@@ -441,6 +441,34 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
             np.testing.assert_array_equal(fields[key], expected)
 
 
+def test_compiled_unstructured_exchange_on_the_gpu(comm) -> None:
+    """Runs where CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
+    cupy = pytest.importorskip("cupy")
+    if cupy.cuda.runtime.getDeviceCount() == 0:
+        pytest.skip("no GPU")
+    from test_unstructured_exchange import local_field, random_mesh, values
+
+    d = gh.UnstructuredDecomposition(random_mesh(comm, seed=13))
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm, device="gpu")
+    def exchange_cells_and_edges(c, e):
+        h = ex.start(e, dim="edge")
+        ex.exchange(c, dim="cell")
+        h.finish()
+
+    specs = {"c": ("cell", (4,), np.float32, "F"), "e": ("edge", (), np.float64, "C")}
+    for _ in range(2):  # the second call reuses requests, mirrors and device index lists
+        fields = {
+            k: local_field(d, dim, lv, dt, order) for k, (dim, lv, dt, order) in specs.items()
+        }
+        device = {k: cupy.asarray(f) for k, f in fields.items()}
+        exchange_cells_and_edges(*device.values())
+        for key, (dim, levels, dtype, _) in specs.items():
+            expected = values(np.concatenate([d.owned_gids[dim], d.halo_gids[dim]]), levels, dtype)
+            np.testing.assert_array_equal(device[key].get(), expected)
+
+
 def test_split_phase_misuse_is_a_clear_error(comm) -> None:
     """A start never finished, or finished twice, is refused when the step is parsed."""
     d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)

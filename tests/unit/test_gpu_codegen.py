@@ -50,6 +50,11 @@ def sdfg():
 
 @pytest.fixture(scope="module")
 def generated(sdfg):
+    return _host_and_device_code(sdfg)
+
+
+def _host_and_device_code(sdfg) -> tuple[str, str]:
+    """The body of the step's host function, and its CUDA code."""
     with codegen_config("gpu"):
         codes = sdfg.generate_code()
     host = next(c.clean_code for c in codes if c.language == "cpp" and "__program_" in c.clean_code)
@@ -105,6 +110,44 @@ def test_one_stream_wait_per_exchange_and_no_device_wide_sync(generated):
         assert part.rstrip().endswith("cudaStreamSynchronize(__dace_current_stream));")
 
 
+@pytest.fixture(scope="module")
+def unstructured_sdfg():
+    """An unstructured exchange of GPU fields, split phase and blocking (one rank: the
+    neighbour count is a run-time value, the code is the same as on many)."""
+    d = gh.UnstructuredDecomposition({"cell": (np.arange(12), np.array([], dtype=np.int64))})
+    ex = gh.make_exchange(d)
+
+    @gh.program(device="gpu")
+    def step(c, e):
+        h = ex.start(c)
+        ex.exchange(e)
+        h.finish()
+
+    c = np.zeros((12, 4))
+    return step.to_sdfg(c, np.zeros(12, dtype=np.int32))
+
+
+@pytest.fixture(scope="module")
+def unstructured_generated(unstructured_sdfg):
+    return _host_and_device_code(unstructured_sdfg)
+
+
+def test_unstructured_gathers_and_scatters_are_kernels(unstructured_generated):
+    """One gather and one scatter kernel per field, reading device copies of the index
+    lists, uploaded once; MPI on the host, one stream wait per exchange before sending."""
+    body, cuda = unstructured_generated
+    for kind in ("pack", "unpack"):
+        assert len(re.findall(rf"__global__ .*_{kind}_\d+_0", cuda)) == EXCHANGES
+    assert re.findall(r"_(send|recv)_idx_device", cuda), "kernels read the device index lists"
+    uploads = [line for line in body.splitlines() if "cudaMemcpyHostToDevice" in line]
+    assert sum("host_list" in line for line in uploads) == 2 * EXCHANGES  # send and recv lists
+    assert body.count("MPI_Startall(") == EXCHANGES and not re.search(r"MPI_\w+\(", cuda)
+    assert "cudaDeviceSynchronize" not in body
+    assert body.count("cudaStreamSynchronize") <= EXCHANGES + 1  # + the return to Python
+    for part in body.split("MPI_Startall(")[:-1]:
+        assert part.rstrip().endswith("cudaStreamSynchronize(__dace_current_stream));")
+
+
 def cuda_toolkit() -> Path | None:
     """The root of a CUDA toolkit: NVIDIA's PyPI wheels (``nvidia/cu13``), else nvcc on PATH."""
     try:
@@ -131,11 +174,12 @@ def cmake_args(root: Path) -> str:
     return shlex.join(args)
 
 
-def test_generated_code_compiles_with_nvcc(sdfg, tmp_path):
+@pytest.mark.parametrize("step", ["sdfg", "unstructured_sdfg"])
+def test_generated_code_compiles_with_nvcc(step, request, tmp_path):
     root = cuda_toolkit()
     if root is None:
         pytest.skip("no nvcc: pip install -e '.[nvcc]' (NVIDIA's CUDA 13 wheels)")
-    build = copy.deepcopy(sdfg)
+    build = copy.deepcopy(request.getfixturevalue(step))
     build.build_folder = str(tmp_path)
     settings = {
         ("compiler", "cuda", "backend"): "cuda",

@@ -29,9 +29,9 @@ program's stream. The PyPI MPICH is not CUDA-aware: MPI works on pinned host mir
 arenas (in the state struct, allocated on the first call), and the MPI tasklets copy the
 segments of remote directions to and from them asynchronously on the program's stream. The
 start tasklet then synchronizes the stream once — the one host wait standard MPI needs before
-sending; the wait tasklet's copies back need none. The MPI tasklets are labelled
-``*_mpi_start`` / ``*_mpi_wait`` so that the GPU transformation keeps them on the host
-(``HOST_TASKLET_SUFFIXES``).
+sending; the wait tasklet's copies back need none (``host_staging.py``). The MPI tasklets
+are labelled ``*_mpi_start`` / ``*_mpi_wait`` so that the GPU transformation keeps them on
+the host (``host_staging.HOST_TASKLET_SUFFIXES``).
 """
 
 from __future__ import annotations
@@ -50,6 +50,14 @@ from dace.transformation.transformation import ExpandTransformation
 from gt4py_halo.sdfg.arena_copies import add_arena_copy, direction_symbols
 from gt4py_halo.sdfg.arenas import Arena, Segment, arenas, opposites
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole, on_device
+from gt4py_halo.sdfg.host_staging import (
+    WAIT_FOR_STREAM,
+    allocate_mirror,
+    copy_on_stream,
+    free_mirrors,
+    mirror,
+    mirror_fields,
+)
 from gt4py_halo.sdfg.in_place import MAX_RUNS, Runs, box_runs
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
@@ -80,9 +88,6 @@ class ExpandHaloExchangeMPI(ExpandTransformation):
 #: ``_peers[k]`` when direction ``k`` leads to the rank itself (a periodic axis not split over
 #: ranks); other values: the neighbour's rank, or -1 (``NO_RANK``) beyond an open boundary.
 SELF = -2
-
-#: Label endings of the tasklets that call MPI: they must run on the host.
-HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait")
 
 
 def _alike(ours: list[tuple[int, Runs]], theirs: list[tuple[int, Runs]]) -> bool:
@@ -367,10 +372,7 @@ class _Lowering:
         run = self._post_in_place()
         if self.gpu:  # the packed messages to the host; MPI may only read them after this
             run += [line for a in self.sends for line in self._stage(a, to_host=True)]
-            run.append(
-                f"if (__state->{uid}_count > 0) "
-                "DACE_GPU_CHECK(cudaStreamSynchronize(__dace_current_stream));"
-            )
+            run.append(f"if (__state->{uid}_count > 0) {WAIT_FOR_STREAM}")
         run.append(f"MPI_Startall(__state->{uid}_count, __state->{uid}_requests);")
         init_code = "\n    ".join(init)
         code = f"""
@@ -380,14 +382,14 @@ if (!__state->{uid}_ready) {{
 }}
 """ + "\n".join(run)
         arenas = self.recvs + self.sends
-        free_mirrors = "".join(f" cudaFreeHost({self._wire(a.name)});" for a in arenas)
+        freed = free_mirrors(a.name for a in arenas) if self.gpu else ""
         exit_code = f"""{{
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && __state->{uid}_ready)
         for (int n = 0; n < __state->{uid}_count; ++n)
             MPI_Request_free(&__state->{uid}_requests[n]);
-    if (__state->{uid}_ready) {{{free_mirrors if self.gpu else ""} }}
+    if (__state->{uid}_ready) {{{freed} }}
 }}"""
         fields = [
             f"MPI_Request {uid}_requests[{count}];",
@@ -398,7 +400,7 @@ if (!__state->{uid}_ready) {{
             most = MAX_RUNS * sum(len(runs) for runs in self.in_place.values())
             fields += [f"MPI_Request {uid}_in_place[{most}];", f"int {uid}_posted = 0;"]
         if self.gpu:
-            fields += [f"char* {a.name}_host = nullptr;" for a in arenas]
+            fields += mirror_fields(a.name for a in arenas)
         moved = self._fields_in_place()
         tasklet = state.add_tasklet(
             f"{uid}_mpi_start",
@@ -556,29 +558,21 @@ if (!__state->{uid}_ready) {{
 
     def _wire(self, name: str) -> str:
         """What MPI reads or writes: the arena, or on a GPU its pinned host mirror."""
-        return f"__state->{name}_host" if self.gpu else f"_{name}"
+        return mirror(name) if self.gpu else f"_{name}"
 
     def _allocate_mirror(self, arena: Arena) -> list[str]:
         if not self.gpu:
             return []
-        size = symstr(arena.length * arena.dtype.bytes, cpp_mode=True)
-        return [f"DACE_GPU_CHECK(cudaMallocHost((void**)&{self._wire(arena.name)}, {size}));"]
+        return [
+            allocate_mirror(arena.name, symstr(arena.length * arena.dtype.bytes, cpp_mode=True))
+        ]
 
     def _stage(self, arena: Arena, to_host: bool) -> list[str]:
         """Copies of the segments of directions leading to other ranks, on the stream."""
         lines = []
         for s in arena.segments:
-            at = f"{symstr(s.offset, cpp_mode=True)}"
+            at = symstr(s.offset, cpp_mode=True)
             size = symstr(len(arena.fields) * s.size * arena.dtype.bytes, cpp_mode=True)
-            device, host = (
-                f"_{arena.name} + {at}",
-                f"(({arena.dtype.ctype}*){self._wire(arena.name)}) + {at}",
-            )
-            dst, src, kind = (
-                (host, device, "DeviceToHost") if to_host else (device, host, "HostToDevice")
-            )
-            lines.append(
-                f"if (peers[{s.direction}] >= 0) DACE_GPU_CHECK(cudaMemcpyAsync({dst}, {src}, "
-                f"{size}, cudaMemcpy{kind}, __dace_current_stream));"
-            )
+            copy = copy_on_stream(arena.name, arena.dtype.ctype, at, size, to_host)
+            lines.append(f"if (peers[{s.direction}] >= 0) {copy}")
         return lines

@@ -33,9 +33,9 @@ from mpi4py import MPI
 from gt4py_halo.build_once import build_on_root
 from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
 from gt4py_halo.sdfg.fusion import FusionReport, fuse_exchange_maps
+from gt4py_halo.sdfg.host_staging import HOST_TASKLET_SUFFIXES
 from gt4py_halo.sdfg.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.sdfg.message_buffers import attach_message_buffers
-from gt4py_halo.sdfg.mpi_expansion import HOST_TASKLET_SUFFIXES
 from gt4py_halo.sdfg.nodes import EXCHANGE_NODES, HaloExchange
 from gt4py_halo.sdfg.producer_fusion import fuse_packs_into_producers
 from gt4py_halo.sdfg.split_phase import check_all_finished, connect_pairs

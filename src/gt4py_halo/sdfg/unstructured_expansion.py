@@ -8,7 +8,11 @@ field; ``unpack`` waits for them and scatters the receive buffer into the halo
 at run time (array lengths are symbols), so the requests are created in a loop over the
 neighbour ranks on the first call, and kept in the program's state struct.
 
-CPU fields only, so far: GPU staging as in the cartesian expansion is not written yet.
+GPU fields get device buffers, so gathers and scatters become kernels on the program's
+stream. Their index lists are plan data, kept on the host: each phase uploads the list it
+uses to a persistent device array on its first call (an ``*_upload`` tasklet, on the stream).
+MPI works on pinned host mirrors of the buffers, staged as in the cartesian expansion
+(``host_staging.py``): one host wait per exchange, before sending.
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from dace import dtypes
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
-from gt4py_halo.errors import FieldError
-from gt4py_halo.sdfg.graph import add_persistent, connect_whole
+from gt4py_halo.sdfg import host_staging as staging
+from gt4py_halo.sdfg.graph import add_persistent, connect_whole, on_device
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
@@ -44,28 +48,29 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
         for connector, desc in outer.items():
             desc = desc.clone()
             desc.transient = False
-            if desc.storage == dtypes.StorageType.GPU_Global:
-                raise FieldError(
-                    "compiled unstructured exchanges of GPU fields are not supported yet"
-                )
             sdfg.add_datadesc(connector, desc)
         fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
+        gpu = on_device(fields)
         sends = _messages(node, fields, sdfg.arrays, "send")
         recvs = _messages(node, fields, sdfg.arrays, "recv")
         for name, shape, dtype, *_ in sends + recvs:  # the enclosing SDFG's (message_buffers)
             if name not in sdfg.arrays and packs(node.phase):  # lowered without attaching
-                add_persistent(sdfg, name, shape, dtype)
+                add_persistent(sdfg, name, shape, dtype, gpu)
         state = sdfg.add_state("begin")
-        if packs(node.phase):
-            state = sdfg.add_state_after(state, "pack")
-            for name, shape, _, i, _ in sends:
-                _add_indirect_copy(state, node.uid, i, name, "send", shape[0], fields[i])
-            _add_start(state, sdfg, node, sends, recvs)
-        if unpacks(node.phase):
-            state = sdfg.add_state_after(state, "unpack")
-            for name, shape, _, i, _ in recvs:
-                _add_indirect_copy(state, node.uid, i, name, "recv", shape[0], fields[i])
-            _add_wait(state, sdfg, node, recvs)
+        for kind, messages, phase in (("send", sends, packs), ("recv", recvs, unpacks)):
+            if not phase(node.phase):
+                continue
+            index = f"_{kind}_idx"
+            if gpu:
+                state = sdfg.add_state_after(state, f"upload_{kind}")
+                index = _upload(state, sdfg, uid, index)
+            state = sdfg.add_state_after(state, "pack" if kind == "send" else "unpack")
+            for name, shape, _, i, _ in messages:
+                _add_indirect_copy(state, uid, i, name, kind, shape[0], fields[i], index)
+            if kind == "send":
+                _add_start(state, sdfg, node, sends, recvs, gpu)
+            else:
+                _add_wait(state, sdfg, node, recvs, gpu)
         return sdfg
 
     @staticmethod
@@ -92,10 +97,44 @@ def _messages(node: Any, fields: list, arrays: dict[str, Any], kind: str) -> lis
     return messages
 
 
+def _upload(state: dace.SDFGState, sdfg: dace.SDFG, uid: str, index: str) -> str:
+    """A device copy of the host index list ``index``, filled on the first call on the
+    program's stream (a tasklet the GPU transformation leaves on the host); its name."""
+    host = sdfg.arrays[index]
+    name = add_persistent(sdfg, f"{uid}{index}_device", host.shape, host.dtype, device=True)
+    done = f"{uid}{index}_uploaded"
+    count = symstr(host.shape[0], cpp_mode=True)
+    code = f"""
+if (!__state->{done}) {{
+    size_t bytes = ({count}) * sizeof(*host_list);
+    DACE_GPU_CHECK(cudaMemcpyAsync(device_list, host_list, bytes, cudaMemcpyHostToDevice, __dace_current_stream));
+    __state->{done} = 1;
+}}"""
+    tasklet = state.add_tasklet(
+        f"{uid}{index}_upload",
+        ["host_list"],
+        ["device_list"],
+        code,
+        language=dtypes.Language.CPP,
+        side_effects=True,
+        state_fields=[f"int {done} = 0;"],
+    )
+    connect_whole(state, sdfg, state.add_read(index), tasklet, "host_list")
+    connect_whole(state, sdfg, tasklet, state.add_write(name), "device_list")
+    return name
+
+
 def _add_indirect_copy(
-    state: dace.SDFGState, uid: str, i: int, buffer: str, kind: str, count: Any, field: Any
+    state: dace.SDFGState,
+    uid: str,
+    i: int,
+    buffer: str,
+    kind: str,
+    count: Any,
+    field: Any,
+    index: str,
 ) -> None:
-    """Gather (``send``) or scatter (``recv``) one field through an index list.
+    """Gather (``send``) or scatter (``recv``) one field through the index list ``index``.
 
     Labelled like the cartesian copy maps (all neighbours are "direction 0"), so that
     ``fusion.fuse_exchange_maps`` merges those of fields of the same shape.
@@ -106,7 +145,7 @@ def _add_indirect_copy(
     ranges.update({p: f"0:{symstr(e)}" for p, e in zip(params[1:], levels)})
     level_index = "".join(f", {p}" for p in params[1:])
     column = f"_f{i}[0:{symstr(field.shape[0])}{level_index}]"
-    index = {"_idx": dace.Memlet(f"_{kind}_idx[n]")}
+    index = {"_idx": dace.Memlet(f"{index}[n]")}
     if kind == "send":
         state.add_mapped_tasklet(
             f"{uid}_pack_{i}_0",
@@ -127,32 +166,43 @@ def _add_indirect_copy(
         )
 
 
-def _add_start(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, sends: list, recvs: list) -> None:
+def _add_start(
+    state: dace.SDFGState, sdfg: dace.SDFG, node: Any, sends: list, recvs: list, gpu: bool
+) -> None:
     uid = node.uid
     count = symstr(sdfg.arrays["_neighbours"].shape[0], cpp_mode=True)
     fields = node.field_count
+    names = [name for name, *_ in recvs + sends]
     lines = [
         "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
         f"__state->{uid}_count = 2 * {fields} * ({count});",
         f"__state->{uid}_requests = new MPI_Request[__state->{uid}_count + 1];",
         "int n = 0;",
-        f"for (int p = 0; p < {count}; ++p) {{",
     ]
+    if gpu:
+        lines += [staging.allocate_mirror(name, _bytes(sdfg, name)) for name in names]
+    lines.append(f"for (int p = 0; p < {count}; ++p) {{")
     messages = [(r, "Recv", "recv_ptr") for r in recvs] + [(s, "Send", "send_ptr") for s in sends]
     for (name, _, dtype, i, cell), kind, ptr in messages:
         cells = symstr(cell, cpp_mode=True)
+        wire = f"(({dtype.ctype}*){staging.mirror(name)})" if gpu else f"_{name}"
         lines.append(
-            f"    MPI_{kind}_init(_{name} + {ptr}[p] * ({cells}), "
+            f"    MPI_{kind}_init({wire} + {ptr}[p] * ({cells}), "
             f"({ptr}[p + 1] - {ptr}[p]) * ({cells}) * {dtype.bytes}, MPI_BYTE, neighbours[p], "
             f"{node.tag_base + i}, comm, &__state->{uid}_requests[n++]);"
         )
     lines.append("}")
     init = "\n    ".join(lines)
+    copy_to_host = ""
+    if gpu:  # the gathered messages to the host; MPI may only read them after this
+        copies = [_stage(sdfg, name, to_host=True) for name, *_ in sends]
+        copy_to_host = "\n".join([*copies, staging.WAIT_FOR_STREAM])
     code = f"""
 if (!__state->{uid}_ready) {{
     {init}
     __state->{uid}_ready = 1;
 }}
+{copy_to_host}
 MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
 """
     exit_code = f"""{{
@@ -161,7 +211,7 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
     if (__state->{uid}_ready) {{
         if (!finalized)
             for (int n = 0; n < __state->{uid}_count; ++n) MPI_Request_free(&__state->{uid}_requests[n]);
-        delete[] __state->{uid}_requests;
+        delete[] __state->{uid}_requests;{staging.free_mirrors(names) if gpu else ""}
     }}
 }}"""
     # tasklet connectors must not be named like arrays: "comm_handle" reads "_comm"
@@ -178,6 +228,7 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
             f"MPI_Request* {uid}_requests = nullptr;",
             f"int {uid}_count = 0;",
             f"int {uid}_ready = 0;",
+            *(staging.mirror_fields(names) if gpu else []),
         ],
         code_exit=exit_code,
     )
@@ -192,15 +243,18 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
         connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
 
 
-def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list) -> None:
+def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list, gpu: bool) -> None:
     uid = node.uid
     names = [name for name, *_ in recvs]
+    code = [f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
+    if gpu:  # received messages to the device, on the stream: no host wait
+        code += [_stage(sdfg, name, to_host=False) for name in names]
     token = [TOKEN_CONNECTOR] if node.phase == "finish" else []
     tasklet = state.add_tasklet(
         f"{uid}_mpi_wait",
         [f"_{n}_in" for n in names] + token,
         [f"_{n}" for n in names],
-        f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);",
+        "\n".join(code),
         language=dtypes.Language.CPP,
         side_effects=True,
     )
@@ -210,3 +264,16 @@ def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list) ->
         connect_whole(state, sdfg, tasklet, scattered[name], f"_{name}")
     if token:
         connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
+
+
+def _bytes(sdfg: dace.SDFG, name: str) -> str:
+    desc = sdfg.arrays[name]
+    return symstr(desc.total_size * desc.dtype.bytes, cpp_mode=True)
+
+
+def _stage(sdfg: dace.SDFG, name: str, to_host: bool) -> str:
+    """A whole buffer to (from) its host mirror, on the stream: every cell goes to a
+    neighbour rank."""
+    return staging.copy_on_stream(
+        name, sdfg.arrays[name].dtype.ctype, "0", _bytes(sdfg, name), to_host
+    )
