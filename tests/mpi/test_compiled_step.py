@@ -469,6 +469,19 @@ def test_compiled_unstructured_exchange_on_the_gpu(comm) -> None:
             np.testing.assert_array_equal(device[key].get(), expected)
 
 
+def test_message_tags_beyond_the_mpi_bound_are_refused(comm) -> None:
+    """Each compiled exchange node takes its own tags; past the communicator's ``MPI_TAG_UB``
+    building a step must fail with a clear error, not post messages MPI refuses."""
+    from gt4py_halo.sdfg.convertible import CompiledExchangeData
+
+    data = CompiledExchangeData(gh.CartesianDecomposition((17, 11), halo=1, comm=comm))
+    bound = data.comm.Get_attr(MPI.TAG_UB)
+    assert data.allocate_tags(bound) == 0  # tags 0 .. bound - 1
+    with pytest.raises(RuntimeError, match="tags exhausted"):
+        data.allocate_tags(2)
+    assert data.allocate_tags(1) == bound  # the last one is still free
+
+
 def test_split_phase_misuse_is_a_clear_error(comm) -> None:
     """A start never finished, or finished twice, is refused when the step is parsed."""
     d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)

@@ -114,9 +114,13 @@ class CompiledExchangeData:
     def allocate_tags(self, count: int) -> int:
         """The first of ``count`` tags no other exchange node of this decomposition uses."""
         first = self._next_tag
+        bound = self.comm.Get_attr(MPI.TAG_UB)  # MPI.TAG_UB names the attribute, not the value
+        if first + count - 1 > bound:
+            raise RuntimeError(
+                f"too many compiled exchange nodes: MPI message tags exhausted (tags {first} "
+                f"to {first + count - 1} asked for, this MPI allows up to {bound})"
+            )
         self._next_tag += count
-        if self._next_tag > MPI.TAG_UB:
-            raise RuntimeError("too many compiled exchange nodes: MPI message tags exhausted")
         return first
 
     def closure(self) -> SDFGClosure:
