@@ -160,7 +160,7 @@ def compiled_steps(
     messages (``pack_in_producers=True``, the GPU default); ``s``: ``c`` synchronized where
     ``a`` exchanges, by an exchange of a tiny field ``t`` (``sync``)."""
 
-    def with_and_without_stencil_packing(step: Callable) -> dict[str, Callable]:
+    def builds_of_step_a(step: Callable) -> dict[str, Callable]:
         return {
             "a": gh.program(step, comm=comm),
             "q": gh.program(step, comm=comm, in_place_min_bytes=None),
@@ -193,7 +193,7 @@ def compiled_steps(
             ex.exchange(u)
 
         steps = {"c": step_c, "s": step_s, "x": exchanges_x}
-        return {**with_and_without_stencil_packing(step_a), **steps}
+        return {**builds_of_step_a(step_a), **steps}
 
     assert nfields == 10
 
@@ -258,7 +258,7 @@ def compiled_steps(
         ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
 
     steps = {"c": step_c10, "s": step_s10, "x": exchanges_x10}
-    return {**with_and_without_stencil_packing(step_a10), **steps}
+    return {**builds_of_step_a(step_a10), **steps}
 
 
 @dataclasses.dataclass

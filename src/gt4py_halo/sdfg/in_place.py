@@ -39,15 +39,15 @@ MAX_RUNS = 16
 @dataclasses.dataclass(frozen=True)
 class Runs:
     """A box of a field as contiguous runs: ``length`` elements each, one per point of the
-    ``outer`` dimensions (dimension, extent), the first at element ``first``."""
+    ``outer`` dimensions (extent, stride), the first at element ``first``."""
 
     length: Any
-    outer: list[tuple[int, Any]]
+    outer: list[tuple[Any, Any]]
     first: Any
 
     @property
     def count(self) -> Any:
-        return math.prod(extent for _, extent in self.outer)
+        return math.prod(extent for extent, _ in self.outer)
 
     def condition(self, itemsize: int, min_bytes: int, cpp: bool) -> str:
         """Whether this box goes in place: long enough runs, not too many."""
@@ -55,14 +55,14 @@ class Runs:
         both = "&&" if cpp else "and"
         return f"(({length}) * {itemsize} >= {min_bytes} {both} ({count}) <= {MAX_RUNS})"
 
-    def posts(self, strides: list[Any], post: str) -> list[str]:
+    def posts(self, post: str) -> list[str]:
         """C++ loops calling ``post`` (a statement using ``at``, the element offset of a run,
         and ``run``, its length in elements) once per run, in the same order on every rank."""
         lines = [f"{{ const long run = {symstr(self.length, cpp_mode=True)};"]
         terms = [f"(long)({symstr(self.first, cpp_mode=True)})"]
-        for n, (d, extent) in enumerate(self.outer):
+        for n, (extent, stride) in enumerate(self.outer):
             lines.append(f"for (long o{n} = 0; o{n} < {symstr(extent, cpp_mode=True)}; ++o{n})")
-            terms.append(f"o{n} * (long)({symstr(strides[d], cpp_mode=True)})")
+            terms.append(f"o{n} * (long)({symstr(stride, cpp_mode=True)})")
         lines.append(f"{{ const long at = {' + '.join(terms)}; {post} }}")
         return [*lines, "}"]
 
@@ -88,7 +88,7 @@ def box_runs(
         current = following[0]
         merged.append(current)
         length = length * extents[current]
-    outer = [(d, extents[d]) for d in dims if d not in merged]
+    outer = [(extents[d], strides[d]) for d in dims if d not in merged]
     first = sum(start * stride for start, stride in zip(starts, strides))
     return Runs(length, outer, first)
 

@@ -404,7 +404,9 @@ if (!__state->{uid}_ready) {{
         moved = self._fields_in_place()
         tasklet = state.add_tasklet(
             f"{uid}_mpi_start",
-            ["peers", "comm_handle"] + [f"_{a.name}" for a in self.sends] + moved,
+            ["peers", "comm_handle"]
+            + [f"_{a.name}" for a in self.sends]
+            + [f"field{i}" for i in moved],
             [f"_{a.name}" for a in self.recvs]
             + ([TOKEN_CONNECTOR] if node.phase == "start" else []),
             code,
@@ -418,10 +420,8 @@ if (!__state->{uid}_ready) {{
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, connector)
         for a in self.sends:  # packed in the states before
             connect_whole(state, self.sdfg, state.add_read(a.name), tasklet, f"_{a.name}")
-        for connector in moved:  # runs sent from, received into
-            connect_whole(
-                state, self.sdfg, state.add_read(f"_f{connector[5:]}"), tasklet, connector
-            )
+        for i in moved:  # runs sent from, received into
+            connect_whole(state, self.sdfg, state.add_read(f"_f{i}"), tasklet, f"field{i}")
         for a in self.recvs:  # orders the wait after the start
             connect_whole(state, self.sdfg, tasklet, state.add_write(a.name), f"_{a.name}")
         if node.phase == "start":
@@ -501,7 +501,7 @@ if (!__state->{uid}_ready) {{
         tasklet = state.add_tasklet(
             f"{uid}_mpi_wait",
             ["peers"] + [f"_{n}_in" for n in names] + token,
-            [f"_{n}" for n in names] + moved,
+            [f"_{n}" for n in names] + [f"field{i}" for i in moved],
             "\n".join(code),
             language=dtypes.Language.CPP,
             side_effects=True,
@@ -510,17 +510,14 @@ if (!__state->{uid}_ready) {{
         for name in names:  # unpacked in the states after
             connect_whole(state, self.sdfg, state.add_read(name), tasklet, f"_{name}_in")
             connect_whole(state, self.sdfg, tasklet, state.add_write(name), f"_{name}")
-        for connector in moved:  # halos received in place
-            connect_whole(
-                state, self.sdfg, tasklet, state.add_write(f"_f{connector[5:]}"), connector
-            )
+        for i in moved:  # halos received in place
+            connect_whole(state, self.sdfg, tasklet, state.add_write(f"_f{i}"), f"field{i}")
         if token:
             connect_whole(state, self.sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
 
-    def _fields_in_place(self) -> list[str]:
-        """Tasklet connectors (``field<i>``) of the fields some of whose runs MPI moves."""
-        fields = sorted({i for runs in self.in_place.values() for i, _ in runs})
-        return [f"field{i}" for i in fields]
+    def _fields_in_place(self) -> list[int]:
+        """The fields some of whose runs MPI moves (tasklet connectors ``field<i>``)."""
+        return sorted({i for runs in self.in_place.values() for i, _ in runs})
 
     def _post_in_place(self) -> list[str]:
         """C++ posting, per call, the receives and then the sends of the runs that go in
@@ -551,7 +548,7 @@ if (!__state->{uid}_ready) {{
                             f"{call}((char*)field{i} + at * {size}, (int)(run * {size}), "
                             f"MPI_BYTE, peers[{k}], {tag}, comm, &requests[posted++]);"
                         )
-                        lines += runs.posts(self.fields[i].strides, post)
+                        lines += runs.posts(post)
                     lines.append("}")
         lines += [f"__state->{uid}_posted = posted;", "}"]
         return lines
