@@ -6,9 +6,10 @@ VENV      := .venv
 BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 NP        ?= 2
-# optional dependencies installed: nvcc (CUDA 13 compiler wheels, ~350 MB) lets the tests
-# compile the generated GPU code; `make install EXTRAS=test` into a fresh venv leaves it out
-EXTRAS    ?= test,nvcc
+# optional dependencies installed: ghex (the 'ghex' transport, built from source) and nvcc
+# (CUDA 13 compiler wheels, ~350 MB: the tests compile the generated GPU code);
+# `make install EXTRAS=test` into a fresh venv leaves them out
+EXTRAS    ?= test,ghex,nvcc
 # bundled MPICH on PATH; one OpenMP thread per rank (2 per rank made stencils 200x slower
 # on a 2-core machine); gt4py's persistent cache so each program compiles once
 RUN_ENV   := PATH="$(CURDIR)/$(BIN):$$PATH" OMP_NUM_THREADS=1 \

@@ -19,6 +19,8 @@ from gt4py_halo.errors import (
     DecompositionError,
     FieldError,
     HaloError,
+    ProgramError,
+    RanksDisagreeError,
 )
 from gt4py_halo.runtime.exchange import Exchange, ExchangeHandle
 
@@ -52,6 +54,8 @@ __all__ = [
     "FieldSpec",
     "HaloError",
     "NeighbourExchange",
+    "ProgramError",
+    "RanksDisagreeError",
     "UnstructuredDecomposition",
     "make_exchange",
     "program",

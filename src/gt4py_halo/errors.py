@@ -23,3 +23,13 @@ class BackendError(HaloError, ValueError):
 
 class BackendUnavailableError(HaloError, ImportError):
     """A known backend whose software (GHEX, CuPy) is not installed."""
+
+
+class ProgramError(HaloError, ValueError):
+    """A compiled step (``gh.program``) that cannot be built as written: bad options, a split
+    exchange started and never finished, more exchanges than MPI has message tags."""
+
+
+class RanksDisagreeError(HaloError, RuntimeError):
+    """Ranks that must agree do not: the error says what differs, and is raised on every rank
+    of the communicator, before anything is posted."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import gt4py_halo as gh
@@ -46,3 +47,43 @@ def test_unknown_configured_backend_is_named(workdir, monkeypatch):
     d = gh.CartesianDecomposition((8, 8), halo=1)
     with pytest.raises(gh.BackendError, match="'carrier-pigeon'.*known: ghex, mpi"):
         gh.make_exchange(d)
+
+
+def test_auto_is_ghex_where_installed(workdir, monkeypatch):
+    monkeypatch.setenv(ENV_VARIABLE, "auto")
+    d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
+    assert gh.make_exchange(d).backend == "ghex"  # `make test` installs GHEX
+
+
+def test_compiled_step_refuses_a_transport_without_expansion(workdir):
+    """Asked for by name, a transport that has no compiled expansion is an error at the
+    step's first call, not a silent fallback to another transport."""
+    d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="ghex")
+
+    @gh.program
+    def step(u):
+        ex.exchange(u)
+
+    with pytest.raises(gh.BackendError, match="'ghex' transport has no compiled expansion"):
+        step(np.zeros(d.allocated_shape))
+
+
+def test_compiled_step_under_auto_uses_a_transport_with_expansion(workdir):
+    d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="auto")
+
+    @gh.program
+    def step(u):
+        ex.exchange(u)
+
+    u = np.zeros(d.allocated_shape)
+    u[d.owned] = np.arange(64.0).reshape(8, 8)
+    step(u)
+    expected = np.pad(np.arange(64.0).reshape(8, 8), 1, mode="wrap")
+    np.testing.assert_array_equal(u, expected)
+    assert "MPI_Startall" in "".join(
+        n.code.as_string
+        for n, _ in step.to_sdfg(u).all_nodes_recursive()
+        if hasattr(n, "code") and n.code is not None
+    )

@@ -1,6 +1,6 @@
-"""How a box of a field is cut into contiguous runs (``sdfg/in_place.py``), and which stride
-symbols of a step's array arguments are known to be products of sizes
-(``program.dense_strides``), so that the cut can be made symbolically."""
+"""How a box of a field is cut into contiguous runs (``sdfg/in_place.py``): from the step's
+symbolic descriptor alone, as if the field were dense, with the density the cut assumes left
+to a run-time test, so that ranks with padded and unpadded blocks generate the same code."""
 
 from __future__ import annotations
 
@@ -8,21 +8,19 @@ import dace
 import numpy as np
 
 from gt4py_halo.sdfg.in_place import box_runs
-from gt4py_halo.sdfg.program import _layout_symbols, _symbolic_descriptor, dense_strides
+from gt4py_halo.sdfg.program import _element_strides, _layout_symbols, _symbolic_descriptor
 
 HALO = 3
 
 
 def descriptor(array: np.ndarray):
-    """The step's descriptor of ``array``, and which of its stride symbols are dense."""
     (layout,) = _layout_symbols([array])
-    return _symbolic_descriptor(array, layout, "cpu"), dense_strides([layout])
+    return _symbolic_descriptor(array, layout, "cpu")
 
 
-def face(described, axis: int):
+def face(desc, axis: int):
     """The send box of the low face across ``axis``, as the MPI expansion writes it: halo
     layers across it, the owned cells of the other decomposed axes (0, 1), axis 2 whole."""
-    desc, dense = described
     starts, extents = [], []
     for d, n in enumerate(desc.shape):
         if d == axis:
@@ -34,48 +32,57 @@ def face(described, axis: int):
         else:
             starts.append(0)
             extents.append(n)
-    return box_runs(desc, starts, extents, dense)
+    return box_runs(desc, starts, extents)
+
+
+def symbols(array: np.ndarray) -> dict[str, int]:
+    values = {f"__shape0_{k}": n for k, n in enumerate(array.shape)}
+    values.update({f"__strides0_{k}": n for k, n in enumerate(_element_strides(array))})
+    return values
 
 
 def values(expr, array: np.ndarray) -> int:
-    shapes = {f"__shape0_{k}": n for k, n in enumerate(array.shape)}
-    return int(dace.symbolic.evaluate(expr, shapes))
+    return int(dace.symbolic.evaluate(expr, symbols(array)))
+
+
+def dense(runs, array: np.ndarray) -> bool:
+    return bool(eval(runs.dense_condition(cpp=False), {}, symbols(array)))
 
 
 def test_c_ordered_face_is_one_run_per_layer() -> None:
     array = np.zeros((70, 134, 80))
-    desc, dense = descriptor(array)
-    assert desc.strides[2] == 1 and dense == {
-        "__strides0_0": "__shape0_2*__shape0_1",  # inner dims first
-        "__strides0_1": "__shape0_2",
-    }
-    runs = face((desc, dense), axis=0)
+    desc = descriptor(array)
+    assert desc.strides[2] == 1
+    runs = face(desc, axis=0)
     assert values(runs.length, array) == 128 * 80  # owned rows of all levels, contiguous
     assert values(runs.count, array) == HALO
+    assert dense(runs, array)
     # across the inner decomposed axis: one run of HALO rows per owned row of axis 0
-    runs = face((desc, dense), axis=1)
+    runs = face(desc, axis=1)
     assert values(runs.length, array) == HALO * 80 and values(runs.count, array) == 64
 
 
-def test_fortran_ordered_face_runs_along_axis_0() -> None:
-    array = np.zeros((70, 134, 80), order="F")
-    runs = face(descriptor(array), axis=1)
-    assert values(runs.length, array) == 64  # the owned part of axis 0: axis 1 is not whole
-    assert values(runs.count, array) == HALO * 80
+def test_padded_rows_cut_alike_and_found_not_dense() -> None:
+    """A field with wider rows (GT4Py pads some blocks) is cut into the same runs as a dense
+    one, the wire format both neighbours agree on, and its run-time test says the runs are
+    not in the field: the rank moves them through its arena."""
+    padded = np.zeros((70, 134, 88))[:, :, :80]
+    plain = np.zeros((70, 134, 80))
+    runs, plain_runs = face(descriptor(padded), axis=0), face(descriptor(plain), axis=0)
+    assert str(runs.length) == str(plain_runs.length) and str(runs.count) == str(plain_runs.count)
+    assert values(runs.length, padded) == 128 * 80 and values(runs.count, padded) == HALO
+    assert not dense(runs, padded) and dense(plain_runs, plain)
 
 
-def test_padded_rows_are_not_merged() -> None:
-    """A view into wider rows: the stride across them is a symbol of its own, so a box that
-    covers the rows whole is still one run per row."""
-    array = np.zeros((70, 134, 88))[:, :, :80]
-    desc, dense = descriptor(array)
-    assert dense == {}  # rows of 88 elements, 80 in the view: no stride is a product of sizes
-    runs = face((desc, dense), axis=0)
-    assert values(runs.length, array) == 80 and values(runs.count, array) == HALO * 128
+def test_packed_runs_are_the_segment_back_to_back() -> None:
+    array = np.zeros((70, 134, 80))
+    runs = face(descriptor(array), axis=1).packed(first=7)
+    length, count = values(runs.length, array), values(runs.count, array)
+    ((extent, stride),) = runs.outer
+    assert values(runs.first, array) == 7 and values(stride, array) == length == HALO * 80
+    assert values(extent, array) == count == 64
 
 
-def test_dense_strides_are_products_of_sizes_in_any_order() -> None:
-    array = np.zeros((5, 6, 7)).transpose(1, 2, 0)  # strides (7, 1, 42) elements
-    desc, dense = descriptor(array)
-    assert desc.strides[1] == 1
-    assert dense == {"__strides0_0": "__shape0_1", "__strides0_2": "__shape0_1*__shape0_0"}
+def test_fortran_ordered_fields_are_not_cut() -> None:
+    """Runs are C-ordered, as the arena segments are: other layouts are always packed."""
+    assert face(descriptor(np.zeros((70, 134, 80), order="F")), axis=1) is None

@@ -16,6 +16,7 @@ try:
     gh.make_exchange(d, backend="ghex")
 except gh.BackendUnavailableError as error:
     print("raised:", error)
+print("auto:", gh.make_exchange(d, backend="auto").backend)
 """
 
 
@@ -25,4 +26,5 @@ def test_missing_ghex_is_a_clear_error():
     )
     assert result.returncode == 0, result.stderr
     assert "raised: the 'ghex' backend needs GHEX, which is not installed" in result.stdout
-    assert "pip install ghex==0.9.0" in result.stdout
+    assert "pip install 'gt4py_halo[ghex]'" in result.stdout
+    assert "auto: mpi" in result.stdout

@@ -1,29 +1,73 @@
-"""Transports that move the bytes an exchange plan describes.
+"""Transports that move the bytes an exchange plan describes: the one registry of both paths.
 
-A transport is chosen by name, as data: ``TRANSPORTS`` maps each name to the module and class
-that implement it, imported only when chosen, so a missing optional dependency (GHEX) only
-matters to those who ask for it.
+A transport is chosen by name, as data: ``TRANSPORTS`` maps each name to its runtime mover
+(module and class) and to the modules whose import registers its DaCe expansions of the
+exchange nodes (``sdfg/nodes.py``) under the implementation name ``name.upper()``. Nothing is
+imported before it is chosen, so a missing optional dependency (GHEX) only matters to those
+who ask for it. ``"auto"`` picks the first transport of ``AUTO_ORDER`` that can be used.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Any
 
-from gt4py_halo.errors import BackendError
+from gt4py_halo.errors import BackendError, BackendUnavailableError
+
+
+@dataclasses.dataclass(frozen=True)
+class Transport:
+    runtime: tuple[str, str]  # module, class of the runtime mover
+    expansions: tuple[str, ...]  # modules registering the compiled expansions; () for none
+
 
 TRANSPORTS = {
-    "mpi": ("gt4py_halo.backends.mpi", "MpiTransport"),
-    "ghex": ("gt4py_halo.backends.ghex", "GhexTransport"),
+    "mpi": Transport(
+        ("gt4py_halo.backends.mpi", "MpiTransport"),
+        ("gt4py_halo.sdfg.mpi_expansion", "gt4py_halo.sdfg.unstructured_expansion"),
+    ),
+    "ghex": Transport(("gt4py_halo.backends.ghex", "GhexTransport"), ()),
 }
+#: ``backend="auto"``: the first of these whose software is installed.
+AUTO_ORDER = ("ghex", "mpi")
 
 
 def make_transport(name: str, decomposition: Any) -> Any:
-    """Build the transport called ``name`` for ``decomposition``."""
+    """Build the transport called ``name`` (or chosen by ``"auto"``) for ``decomposition``."""
+    if isinstance(name, str) and name.lower() == "auto":
+        for candidate in AUTO_ORDER:
+            try:
+                return make_transport(candidate, decomposition)
+            except BackendUnavailableError:
+                continue
     if not isinstance(name, str) or name.lower() not in TRANSPORTS:
         raise BackendError(
-            f"unknown halo-exchange backend {name!r}; known: {', '.join(sorted(TRANSPORTS))}"
+            f"unknown halo-exchange backend {name!r}; known: "
+            f"{', '.join(sorted(TRANSPORTS))} and 'auto'"
         )
-    module_name, class_name = TRANSPORTS[name.lower()]
+    module_name, class_name = TRANSPORTS[name.lower()].runtime
     transport_class = getattr(importlib.import_module(module_name), class_name)
     return transport_class.for_decomposition(decomposition)
+
+
+def compiled_implementation(name: str, auto: bool = False) -> str:
+    """The implementation name of transport ``name``'s DaCe expansions, registered on return.
+
+    ``auto``: the transport was chosen by ``"auto"``, so another one with expansions may
+    stand in for it; a transport asked for by name that has none is a ``BackendError``, never
+    a silent fallback.
+    """
+    candidates = [name] + ([c for c in AUTO_ORDER if c != name] if auto else [])
+    for candidate in candidates:
+        modules = TRANSPORTS[candidate].expansions
+        if modules:
+            for module in modules:
+                importlib.import_module(module)
+            return candidate.upper()
+    with_expansions = sorted(n for n, t in TRANSPORTS.items() if t.expansions)
+    raise BackendError(
+        f"the {name!r} transport has no compiled expansion yet: exchanges inside @gh.program "
+        f"can use {', '.join(map(repr, with_expansions))} (make_exchange(d, backend=...)); "
+        f"the runtime exchange (ex.exchange from Python) works with {name!r}"
+    )

@@ -34,8 +34,9 @@ try:
     from ghex.structured.cartesian_sets import ProductSet, UnitRange
 except ImportError as error:
     raise BackendUnavailableError(
-        "the 'ghex' backend needs GHEX, which is not installed: `pip install ghex==0.9.0` "
-        f"(its build needs MPI compilers on PATH, Boost and libnuma headers); ({error})"
+        "the 'ghex' backend needs GHEX, which is not installed: `pip install 'gt4py_halo[ghex]'` "
+        "(GHEX builds from source: it needs an MPI C++ compiler wrapper, mpicxx, on PATH and "
+        f"the Boost and libnuma headers, e.g. apt-get install libboost-dev libnuma-dev); ({error})"
     ) from error
 
 #: Field descriptors kept per transport; old buffers fall out in least-recently-used order.

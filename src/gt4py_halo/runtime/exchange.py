@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gt4py_halo.backends import make_transport
+from gt4py_halo.backends import compiled_implementation, make_transport
 from gt4py_halo.config import configured_backend
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.fields import as_array, specs_of
@@ -32,7 +32,9 @@ class Exchange:
         name = configured_backend(backend)
         self.decomposition = decomposition
         self._transport = make_transport(name, decomposition)
+        #: The transport in use (``"auto"`` resolved).
         self.backend: str = self._transport.name
+        self._auto = name.lower() == "auto"
         # per dim, field sets already checked (a model exchanges the same few every step)
         self._checked = IdentityCache(FIELD_SETS_REMEMBERED)
         self._compiled_data: Any = None
@@ -99,7 +101,9 @@ class _CompiledCall:
 
         exchange = self._exchange
         if exchange._compiled_data is None:
-            exchange._compiled_data = CompiledExchangeData(exchange.decomposition)
+            exchange._compiled_data = CompiledExchangeData(
+                exchange.decomposition, compiled_implementation(exchange.backend, exchange._auto)
+            )
         return exchange._compiled_data
 
 

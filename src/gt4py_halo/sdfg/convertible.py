@@ -22,9 +22,8 @@ from dace.frontend.python.common import SDFGClosure
 from mpi4py import MPI
 
 from gt4py_halo.decomposition.plan import ExchangePlan
-from gt4py_halo.errors import FieldError
-from gt4py_halo.sdfg.mpi_expansion import SELF
-from gt4py_halo.sdfg.nodes import HaloExchange, UnstructuredHaloExchange
+from gt4py_halo.errors import FieldError, ProgramError
+from gt4py_halo.sdfg.nodes import SELF, HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.sdfg.phases import TOKEN
 from gt4py_halo.sdfg.split_phase import ExchangeToken
 
@@ -70,8 +69,10 @@ class CompiledExchangeData:
     tags, so that every exchange node of a program has its own.
     """
 
-    def __init__(self, decomposition: Any) -> None:
+    def __init__(self, decomposition: Any, implementation: str = "MPI") -> None:
         self.decomposition = decomposition
+        #: the transport's DaCe expansion, chosen for every node (``backends.TRANSPORTS``)
+        self.implementation = implementation
         self.comm = decomposition.comm.Dup()
         serial = _agreed_serial(self.comm)
         self.prefix = f"{CLOSURE_PREFIX}{serial}_"
@@ -116,7 +117,7 @@ class CompiledExchangeData:
         first = self._next_tag
         bound = self.comm.Get_attr(MPI.TAG_UB)  # MPI.TAG_UB names the attribute, not the value
         if first + count - 1 > bound:
-            raise RuntimeError(
+            raise ProgramError(
                 f"too many compiled exchange nodes: MPI message tags exhausted (tags {first} "
                 f"to {first + count - 1} asked for, this MPI allows up to {bound})"
             )
@@ -172,6 +173,7 @@ def exchange_sdfg(
         )
         plan_arrays = {f"_{w}": w for w in UnstructuredHaloExchange.PLAN_ARRAYS}
     node.uid = f"{data.prefix.removeprefix('__')}{node.tag_base}"
+    node.implementation = data.implementation
     sdfg = dace.SDFG(f"{phase}_{plan.name}_{node.uid}")
     state = sdfg.add_state(phase)
     state.add_node(node)

@@ -7,14 +7,18 @@ field: one run per halo layer), MPI can move each run from the sender's field in
 receiver's halo: one copy, and the arenas stay untouched. Measured here (2 ranks, 10 fields of
 70x134x80, halo 3): the two faces as 60 messages of 80 KiB took 0.75 ms, packed 1.33 ms.
 
-Both sides must cut a box into the same messages without asking each other. They can: the
-box has the same extents on both sides (the same cells), the fields' descriptors are the
-same on every rank (a step is one SDFG, ``program.py``), and a run is found from the
-descriptor alone, symbolically: from the unit stride outwards, dimensions are merged while
-the box covers a dimension whole and the next stride is the product of the sizes inside it
-(a dense layout, written so by ``program._stride_specs``). Whether runs are long enough to
-pay for a message each (``min_bytes``) is then an expression in the shape symbols that
-every rank evaluates to the same value.
+Both sides must cut a box into the same messages without asking each other, and each side
+must be free to use its own memory layout: GT4Py pads some blocks' rows and not others, so two
+neighbours' fields may differ in density. So the *wire* is fixed by the box alone: a box of a
+C-ordered field (unit stride last) is cut as if the field were dense, merging dimensions from
+the last one outwards while the box covers a dimension whole (the same cells on both sides of
+a message, from the same symbolic descriptors: a step is one SDFG, ``program.py``). Whether
+runs are long enough to pay for a message each (``min_bytes``) is an expression in the shape
+symbols that both sides of a message evaluate alike. Each side then decides at run time, for
+itself, where the runs lie: in the field when its strides are dense where runs were merged
+(``Runs.dense``), else in the arena segment, packed in C order, whose pieces are the same runs
+back to back (``Runs.packed``). Nothing that shapes the generated code depends on a rank's
+own strides.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import dataclasses
 import math
 from typing import Any
 
-import dace
 import sympy
 from dace.symbolic import symstr
 
@@ -44,6 +47,7 @@ class Runs:
     length: Any
     outer: list[tuple[Any, Any]]
     first: Any
+    dense: tuple[tuple[Any, Any], ...] = ()  # (stride, product of sizes) the merges assume
 
     @property
     def count(self) -> Any:
@@ -54,6 +58,24 @@ class Runs:
         length, count = (symstr(e, cpp_mode=cpp) for e in (self.length, self.count))
         both = "&&" if cpp else "and"
         return f"(({length}) * {itemsize} >= {min_bytes} {both} ({count}) <= {MAX_RUNS})"
+
+    def dense_condition(self, cpp: bool) -> str:
+        """Whether the field's strides are dense where the runs were merged (run time)."""
+        equal = [
+            f"(({symstr(a, cpp_mode=cpp)}) == ({symstr(b, cpp_mode=cpp)}))" for a, b in self.dense
+        ]
+        if not equal:
+            return "1" if cpp else "True"
+        return f"({(' && ' if cpp else ' and ').join(equal)})"
+
+    def packed(self, first: Any) -> Runs:
+        """The same runs packed back to back in C order from element ``first`` (a segment
+        of an arena)."""
+        outer, stride = [], self.length
+        for extent, _ in reversed(self.outer):
+            outer.insert(0, (extent, stride))
+            stride = stride * extent
+        return Runs(self.length, outer, first)
 
     def posts(self, post: str) -> list[str]:
         """C++ loops calling ``post`` (a statement using ``at``, the element offset of a run,
@@ -67,40 +89,24 @@ class Runs:
         return [*lines, "}"]
 
 
-def box_runs(
-    desc: Any, starts: list[Any], extents: list[Any], dense: dict[str, str]
-) -> Runs | None:
-    """The box of ``desc`` from ``starts`` with ``extents`` (per dimension) as contiguous runs,
-    or ``None`` if the layout does not say (no unit stride). ``dense``: stride symbol -> the
-    product of size symbols it equals."""
-    shape = list(desc.shape)
-    strides = [_substituted(stride, dense) for stride in desc.strides]
-    dims = range(len(shape))
-    current = next((d for d in dims if _equal(strides[d], 1)), None)
-    if current is None:
+def box_runs(desc: Any, starts: list[Any], extents: list[Any]) -> Runs | None:
+    """The box of ``desc`` from ``starts`` with ``extents`` (per dimension) as contiguous runs
+    of a dense C-ordered field, or ``None`` if the field is not C-ordered (its last stride is
+    not 1). The merges' assumptions are ``Runs.dense``, to check at run time."""
+    shape, strides = list(desc.shape), list(desc.strides)
+    current = len(shape) - 1
+    if not _equal(strides[current], 1):
         return None
-    merged, length = [current], extents[current]
-    while _equal(starts[current], 0) and _equal(extents[current], shape[current]):
+    length, dense = extents[current], []
+    while current > 0 and _equal(starts[current], 0) and _equal(extents[current], shape[current]):
         product = strides[current] * shape[current]
-        following = [d for d in dims if d not in merged and _equal(strides[d], product)]
-        if not following:
-            break
-        current = following[0]
-        merged.append(current)
+        if not _equal(strides[current - 1], product):
+            dense.append((strides[current - 1], product))
+        current -= 1
         length = length * extents[current]
-    outer = [(extents[d], strides[d]) for d in dims if d not in merged]
+    outer = [(extents[d], strides[d]) for d in range(current)]
     first = sum(start * stride for start, stride in zip(starts, strides))
-    return Runs(length, outer, first)
-
-
-def _substituted(expr: Any, products: dict[str, str]) -> Any:
-    expr = sympy.sympify(expr)
-    known = {
-        s: dace.symbolic.pystr_to_symbolic(products[str(s)])
-        for s in expr.free_symbols
-        if str(s) in products
-    }
-    return expr.subs(known, simultaneous=True)
+    return Runs(length, outer, first, tuple(dense))
 
 
 def _equal(a: Any, b: Any) -> bool:

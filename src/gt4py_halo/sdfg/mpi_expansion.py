@@ -15,9 +15,10 @@ becomes a nested SDFG (a split pair: the ``start`` node the part up to ``MPI_Sta
    (``SELF``, a periodic axis not split over ranks): one **self-copy** map per group, owned
    cells straight to the halo; nothing beyond an open boundary (the halo keeps what it held).
 
-On a CPU, a direction whose boxes are a few long contiguous runs of the fields skips the
-pack and unpack maps: the start tasklet posts its runs as MPI messages of their own, straight
-from and into the fields, and the wait tasklet waits for them too (``in_place.py``).
+On a CPU, a direction whose boxes are a few long contiguous runs of the fields sends each run
+as an MPI message of its own, posted by the start tasklet and waited for by the wait tasklet
+(``in_place.py``): straight from and into the fields, skipping the pack and unpack maps, where
+this rank's fields are dense (a run-time test), else from and into the arena segments.
 
 Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
 runtime plan is built from). Arenas are persistent arrays of the SDFG holding the node
@@ -60,10 +61,11 @@ from gt4py_halo.sdfg.host_staging import (
 )
 from gt4py_halo.sdfg.in_place import MAX_RUNS, Runs, box_runs
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
+from gt4py_halo.sdfg.nodes import SELF, HaloExchange
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
 
-@dace.library.expansion
+@dace.library.register_expansion(HaloExchange, "MPI")
 class ExpandHaloExchangeMPI(ExpandTransformation):
     """Lower ``HaloExchange`` to pack maps, MPI persistent requests and unpack maps."""
 
@@ -83,11 +85,6 @@ class ExpandHaloExchangeMPI(ExpandTransformation):
             for sending in (True, False)
             for a in arenas(node, fields, sending)
         ]
-
-
-#: ``_peers[k]`` when direction ``k`` leads to the rank itself (a periodic axis not split over
-#: ranks); other values: the neighbour's rank, or -1 (``NO_RANK``) beyond an open boundary.
-SELF = -2
 
 
 def _alike(ours: list[tuple[int, Runs]], theirs: list[tuple[int, Runs]]) -> bool:
@@ -138,7 +135,7 @@ class _Lowering:
                 last = self._arena_copies(last, "pack")
             else:
                 for k in range(len(offsets)):
-                    packed = self._unless_in_place(self.sends, k)
+                    packed = self._unless_direct(self.sends, k)
                     for n, (flags, group) in enumerate(self._pack_groups()):
                         fill = functools.partial(self._add_copies, group, k, "pack")
                         condition = f"_peers[{k}] >= 0" + _unless(flags) + packed
@@ -153,7 +150,7 @@ class _Lowering:
                 branches = [(f"_peers[{k}] == {SELF}", from_self)]
                 if node.copy_maps != "arena":
                     unpack = functools.partial(self._add_copies, self.recvs, k, "unpack")
-                    packed = self._unless_in_place(self.recvs, k)
+                    packed = self._unless_direct(self.recvs, k)
                     branches.insert(0, (f"_peers[{k}] >= 0" + packed, unpack))
                 last = self._branch(last, f"unpack_{k}", branches)
 
@@ -171,10 +168,7 @@ class _Lowering:
         for arena in self.sends + self.recvs:
             for segment in arena.segments:
                 starts = [a for a, _ in segment.bounds] + [0] * (len(segment.box) - self.ndim)
-                dense = self.node.dense_strides
-                runs = [
-                    (i, box_runs(self.fields[i], starts, segment.box, dense)) for i in arena.fields
-                ]
+                runs = [(i, box_runs(self.fields[i], starts, segment.box)) for i in arena.fields]
                 if all(r is not None for _, r in runs):
                     conditions = {r.condition(arena.dtype.bytes, min_bytes, True) for _, r in runs}
                     if len(conditions) == 1:
@@ -204,9 +198,22 @@ class _Lowering:
             conditions.append(runs[0][1].condition(arena.dtype.bytes, min_bytes, cpp))
         return (" && " if cpp else " and ").join(conditions) if conditions else None
 
-    def _unless_in_place(self, arenas: list[Arena], k: int) -> str:
-        """The condition's tail that leaves direction ``k`` of ``arenas`` to MPI in place."""
-        condition = self._in_place_condition(arenas, k, cpp=False)
+    def _direct_condition(self, arenas: list[Arena], k: int, cpp: bool) -> str | None:
+        """When MPI moves ``arenas``' segments of direction ``k`` straight from or into the
+        fields: they go in place and this rank's fields are dense where their runs were
+        merged (else the runs go through the arena segments, packed); ``None``: never."""
+        condition = self._in_place_condition(arenas, k, cpp)
+        if condition is None:
+            return None
+        dense = {
+            runs.dense_condition(cpp) for a in arenas for _, runs in self.in_place[(a.name, k)]
+        }
+        return (" && " if cpp else " and ").join([condition, *sorted(dense)])
+
+    def _unless_direct(self, arenas: list[Arena], k: int) -> str:
+        """The condition's tail that leaves direction ``k`` of ``arenas`` to MPI, from field
+        to field: no copy map runs for it."""
+        condition = self._direct_condition(arenas, k, cpp=False)
         return f" and not ({condition})" if condition else ""
 
     def _arena_copies(self, last: Any, kind: str) -> Any:
@@ -540,16 +547,22 @@ if (!__state->{uid}_ready) {{
                     if condition is None:
                         continue
                     sender = k if call == "MPI_Isend" else self.opposite[k]
+                    direct = self._direct_condition(kind, k, cpp=True)
                     lines.append(f"if (peers[{k}] >= 0 && {condition}) {{")
-                    for i, runs in self.in_place[(arena.name, k)]:
-                        tag = self.node.tag_base + nfield + sender * nfield + i
-                        size = arena.dtype.bytes
-                        post = (
-                            f"{call}((char*)field{i} + at * {size}, (int)(run * {size}), "
-                            f"MPI_BYTE, peers[{k}], {tag}, comm, &requests[posted++]);"
-                        )
-                        lines += runs.posts(post)
-                    lines.append("}")
+                    for where in ("field", "arena"):
+                        lines.append(f"if ({direct}) {{" if where == "field" else "} else {")
+                        for j, (i, runs) in enumerate(self.in_place[(arena.name, k)]):
+                            tag = self.node.tag_base + nfield + sender * nfield + i
+                            size = arena.dtype.bytes
+                            base = f"field{i}" if where == "field" else f"_{arena.name}"
+                            post = (
+                                f"{call}((char*){base} + at * {size}, (int)(run * {size}), "
+                                f"MPI_BYTE, peers[{k}], {tag}, comm, &requests[posted++]);"
+                            )
+                            if where == "arena":  # field j of the group, packed
+                                runs = runs.packed(segment.offset + j * segment.size)
+                            lines += runs.posts(post)
+                    lines += ["}", "}"]
         lines += [f"__state->{uid}_posted = posted;", "}"]
         return lines
 

@@ -4,7 +4,8 @@ The node says *what* happens: the halos of its fields are filled from their owne
 is one read-write connector (``_f0``, ``_f1``, ...), so a stencil that writes a field before
 the exchange, and one that reads it after, are ordered by data edges rather than by side
 effects or state boundaries. How the bytes move is an expansion, chosen by name
-(``implementation``, default ``"MPI"``).
+(``implementation``, set from the exchange's transport): each transport registers its own
+(``backends.TRANSPORTS``); the node knows none of them.
 
 Everything a rank needs of its exchange plan that differs between ranks — the ranks of its
 neighbours and its communicator — comes in through two small integer arrays, ``_peers`` and
@@ -27,17 +28,19 @@ import dace.library
 from dace import properties
 from dace.sdfg import nodes
 
-from gt4py_halo.sdfg.mpi_expansion import ExpandHaloExchangeMPI
 from gt4py_halo.sdfg.phases import PHASES, phase_connectors
-from gt4py_halo.sdfg.unstructured_expansion import ExpandUnstructuredHaloExchangeMPI
+
+#: ``_peers[k]`` when direction ``k`` leads to the rank itself (a periodic axis not split over
+#: ranks); other values: the neighbour's rank, or -1 (``NO_RANK``) beyond an open boundary.
+SELF = -2
 
 
 @dace.library.node
 class HaloExchange(nodes.LibraryNode):
     """Blocking halo exchange of ``field_count`` fields of one cartesian exchange plan."""
 
-    implementations: ClassVar[dict] = {"MPI": ExpandHaloExchangeMPI}
-    default_implementation = "MPI"
+    implementations: ClassVar[dict] = {}  # transports register theirs (backends.TRANSPORTS)
+    default_implementation = None
 
     halo = properties.ListProperty(int, desc="(lo, hi) widths per decomposed axis, flattened")
     directions = properties.ListProperty(int, desc="exchange direction offsets, flattened")
@@ -54,11 +57,6 @@ class HaloExchange(nodes.LibraryNode):
         dtype=int,
         default=0,
         desc="contiguous runs of at least this many bytes are sent in place (0: never)",
-    )
-    dense_strides = properties.DictProperty(
-        key_type=str,
-        value_type=str,
-        desc="stride symbol -> the product of size symbols it equals (where fields are dense)",
     )
     prepacked = properties.DictProperty(
         key_type=str,
@@ -106,8 +104,8 @@ class UnstructuredHaloExchange(nodes.LibraryNode):
     """
 
     PLAN_ARRAYS = ("neighbours", "send_ptr", "send_idx", "recv_ptr", "recv_idx")
-    implementations: ClassVar[dict] = {"MPI": ExpandUnstructuredHaloExchangeMPI}
-    default_implementation = "MPI"
+    implementations: ClassVar[dict] = {}  # transports register theirs (backends.TRANSPORTS)
+    default_implementation = None
 
     field_count = properties.Property(dtype=int, default=1, desc="number of fields")
     tag_base = properties.Property(dtype=int, default=0, desc="first message tag of this node")

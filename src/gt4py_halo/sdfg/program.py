@@ -27,10 +27,12 @@ from typing import Any
 import dace
 import numpy as np
 from dace.codegen.compiler import load_precompiled_sdfg
+from dace.frontend.python.common import DaceSyntaxError
 from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
 from gt4py_halo.build_once import build_on_root
+from gt4py_halo.errors import ProgramError, RanksDisagreeError
 from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
 from gt4py_halo.sdfg.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.sdfg.host_staging import HOST_TASKLET_SUFFIXES
@@ -59,13 +61,13 @@ class Program:
         in_place_min_bytes: int | None = IN_PLACE_MIN_BYTES,
     ) -> None:
         if device not in ("cpu", "gpu"):
-            raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+            raise ProgramError(f"device must be 'cpu' or 'gpu', got {device!r}")
         if copy_maps not in (None, *COPY_MAPS):
-            raise ValueError(f"copy_maps must be one of {COPY_MAPS} or None, got {copy_maps!r}")
+            raise ProgramError(f"copy_maps must be one of {COPY_MAPS} or None, got {copy_maps!r}")
         if in_place_min_bytes is not None and (
             not isinstance(in_place_min_bytes, int) or in_place_min_bytes < 1
         ):
-            raise ValueError(
+            raise ProgramError(
                 f"in_place_min_bytes must be a positive int or None, got {in_place_min_bytes!r}"
             )
         functools.update_wrapper(self, function)
@@ -88,8 +90,7 @@ class Program:
         if last is not None and _same_objects(values, *last[1:3]):
             last[0].fast_call(*last[3])  # a model calls its step with the same fields
             return
-        layouts = _layout_symbols(values)
-        compiled, fixed = self._build(values, layouts)
+        compiled, fixed, layouts = self._build(values)
         arguments = dict(fixed)
         arguments.update(zip(self._dace_program.argnames, values))
         for value, layout in zip(values, layouts):
@@ -108,15 +109,19 @@ class Program:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
         a copy, changing it changes nothing the step runs."""
         values = [_plain(a) for a in args]
-        return copy.deepcopy(self._lower(values)[0]) if lowered else self._parse(values)
+        layouts = _layout_symbols(values)
+        if not lowered:
+            return self._parse(values, layouts)
+        return copy.deepcopy(self._lower(values, layouts)[0])
 
     def fusion_report(self, *args: Any) -> FusionReport:
         """Which exchange copy maps the pipeline fused for a call with ``args``."""
-        return self._lower([_plain(a) for a in args])[1]
+        values = [_plain(a) for a in args]
+        return self._lower(values, _layout_symbols(values))[1]
 
-    def _build(self, values: list[Any], layouts: list) -> tuple[Any, dict[str, Any]]:
-        """The compiled step for arguments like ``values`` (whose ``_layout_symbols`` are
-        ``layouts``), and its arguments fixed per build.
+    def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any], list]:
+        """The compiled step for arguments like ``values``, its arguments fixed per build,
+        and the layout symbols it was built with (``_agreed_layouts``).
 
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
@@ -126,22 +131,20 @@ class Program:
         an instance sizes its message buffers and persistent requests for the shapes of its
         first call (the arguments' levels may differ between calls of one exchange).
         """
-        key = _build_key(values, layouts)
+        local = _layout_symbols(values)
+        key = _build_key(values, local)
         instance = (key, tuple(getattr(v, "shape", None) for v in values))
         if instance in self._builds:
             return self._builds[instance]
         if key in self._binaries:
+            folder, layouts = self._binaries[key]
             with warnings.catch_warnings():  # DaCe loads a copy of a loaded library, and says so
                 warnings.simplefilter("ignore", UserWarning)
-                compiled = load_precompiled_sdfg(self._binaries[key])
+                compiled = load_precompiled_sdfg(folder)
         else:
-            sdfg, _ = self._lower(values)
-            names = self._comm.allgather(sdfg.name)
-            if len(set(names)) > 1:
-                raise RuntimeError(
-                    f"{self.__name__}: ranks parsed different SDFGs ({names}); a step must be "
-                    "the same program on every rank, with the same exchanges in the same order"
-                )
+            layouts = self._agreed_layouts(values, local)
+            sdfg, _ = self._lower(values, layouts)
+            self._check_programs_agree(sdfg)
             with codegen_config(self._device):
                 compiled = build_on_root(
                     self._comm,
@@ -149,40 +152,105 @@ class Program:
                     share=lambda _: sdfg.build_folder,
                     load=load_precompiled_sdfg,
                 )
-            self._binaries[key] = self._comm.bcast(sdfg.build_folder)
+            self._binaries[key] = (self._comm.bcast(sdfg.build_folder), layouts)
         fixed = dict(self._dace_program.__sdfg_closure__())
         for value in list(fixed.values()):
             fixed.update(_closure_symbols(value))
-        self._builds[instance] = (compiled, fixed)
+        self._builds[instance] = (compiled, fixed, layouts)
         return self._builds[instance]
 
-    def _parse(self, values: list[Any]) -> dace.SDFG:
+    def _agreed_layouts(self, values: list[Any], local: list) -> list:
+        """Collectively: the layout symbols every rank builds the step with.
+
+        Ranks must pass arguments of the same types, unit strides and shape sharing (else a
+        ``RanksDisagreeError`` on every rank names the arguments). Strides are shared where
+        they are on every rank: GT4Py pads some blocks and not others, so fields whose strides
+        coincide on one rank may differ on another.
+        """
+        names = self._dace_program.argnames
+        mine = _argument_layouts(names, values)
+        everyone = self._comm.allgather((mine, local))
+        differing = [i for i in range(len(mine)) if len({e[0][i] for e in everyone}) > 1]
+        if differing:
+            lines = [
+                f"  {names[i]}: "
+                + "; ".join(f"rank {r}: {e[0][i]}" for r, e in enumerate(everyone))
+                for i in differing
+            ]
+            raise RanksDisagreeError(
+                f"{self.__name__}: ranks call the step with arguments that differ in type or "
+                "layout, so one compiled step cannot serve them all:\n" + "\n".join(lines)
+            )
+        groups: dict[tuple, int] = {}
+        agreed = []
+        for i, layout in enumerate(local):
+            if layout is None:
+                agreed.append(None)
+                continue
+            everywhere = tuple(e[1][i][1] for e in everyone)
+            t = groups.setdefault(everywhere, len(groups))
+            strides = tuple(
+                None if n is None else f"__strides{t}_{k}" for k, n in enumerate(layout[1])
+            )
+            agreed.append((layout[0], strides))
+        return agreed
+
+    def _check_programs_agree(self, sdfg: dace.SDFG) -> None:
+        """Collectively: every rank lowered the same SDFG; if not, say where they differ."""
+        names = self._comm.allgather(sdfg.name)
+        if len(set(names)) == 1:
+            return
+        outlines = self._comm.allgather(_outline(sdfg))
+        first = next(
+            (
+                n
+                for n in range(max(map(len, outlines)))
+                if len({o[n : n + 1] for o in outlines}) > 1
+            ),
+            None,
+        )
+        where = (
+            "\n".join(
+                f"  rank {r}: {o[first] if first < len(o) else '(nothing)'}"
+                for r, o in enumerate(outlines)
+            )
+            if first is not None
+            else "  (same exchanges and stencils in the same order; they differ inside)"
+        )
+        raise RanksDisagreeError(
+            f"{self.__name__}: ranks lowered different SDFGs; a step must be the same program on "
+            f"every rank, with the same exchanges in the same order. First difference:\n{where}"
+        )
+
+    def _parse(self, values: list[Any], layouts: list) -> dace.SDFG:
         descriptors = [
-            _symbolic_descriptor(v, layout, self._device)
-            for v, layout in zip(values, _layout_symbols(values))
+            _symbolic_descriptor(v, layout, self._device) for v, layout in zip(values, layouts)
         ]
-        sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)
+        try:
+            sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)
+        except DaceSyntaxError as error:  # ours (split phase) or the step's own Python
+            raise ProgramError(f"{self.__name__}: {error}") from error
         check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
         sdfg.simplify()
         return sdfg
 
-    def _lower(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
-        """The lowered SDFG for arguments like ``values``, and what was fused; lowered once
-        per build key (the step's build, ``to_sdfg`` and ``fusion_report`` share it)."""
-        key = _build_key(values, _layout_symbols(values))
+    def _lower(self, values: list[Any], layouts: list) -> tuple[dace.SDFG, FusionReport]:
+        """The lowered SDFG for arguments like ``values`` with ``layouts``, and what was
+        fused; lowered once per build key (the step's build, ``to_sdfg`` and
+        ``fusion_report`` share it)."""
+        key = _build_key(values, layouts)
         if key not in self._lowered:
-            self._lowered[key] = self._lower_anew(values)
+            self._lowered[key] = self._lower_anew(values, layouts)
         return self._lowered[key]
 
-    def _lower_anew(self, values: list[Any]) -> tuple[dace.SDFG, FusionReport]:
-        sdfg = self._parse(values)
+    def _lower_anew(self, values: list[Any], layouts: list) -> tuple[dace.SDFG, FusionReport]:
+        sdfg = self._parse(values, layouts)
         prepacked = lower_halo_exchanges(
             sdfg,
             self._device == "cpu",
             self._copy_maps,
             self._pack_in_producers,
             self._in_place_min_bytes,
-            dense_strides(_layout_symbols(values)),
         )
         sdfg.simplify()
         report = fuse_exchange_maps(sdfg)
@@ -207,6 +275,8 @@ def program(
     ``comm`` (default ``MPI_COMM_WORLD``) holds the ranks that call the step together: one of
     them compiles it, all load it. ``device="gpu"``: array arguments live on the GPU (CuPy,
     GT4Py GPU fields) and the step is transformed for it (``transform_for_gpu``).
+    ``copy_maps`` and ``pack_in_producers`` are experimental: the GPU defaults they set were
+    never measured on a GPU, and on a CPU both are slower than the defaults.
     ``copy_maps``: how cartesian exchanges pack and unpack, ``"direction"`` (a map per
     direction: vectorized loops, the CPU default) or ``"arena"`` (one map per message arena
     over all directions: one kernel, the GPU default; ``sdfg/arena_copies.py``).
@@ -283,7 +353,6 @@ def lower_halo_exchanges(
     copy_maps: str = "direction",
     pack_in_producers: bool = True,
     in_place_min_bytes: int = 0,
-    dense: dict[str, str] | None = None,
 ) -> dict[str, list[str]]:
     """Expand every exchange node with its implementation; return which send arenas the
     stencils producing their fields fill (``fuse_packs_into_producers``).
@@ -292,8 +361,7 @@ def lower_halo_exchanges(
     (``attach_message_buffers``), each finish its start's (``connect_pairs``), and the
     producer stencils of cartesian exchanges their packing (``pack_in_producers``); those
     copy with a map per direction or one per arena (``copy_maps``) and send long contiguous
-    runs in place (``in_place_min_bytes``, 0: never; ``dense``: which stride symbols are
-    products of sizes, ``dense_strides``), see ``program``.
+    runs in place (``in_place_min_bytes``, 0: never), see ``program``.
     ``separate``: keep each expansion a function of its own, its buffers pointer arguments
     (``simplify`` would inline it); on a CPU that lets the C compiler vectorize the copies.
     """
@@ -309,7 +377,6 @@ def lower_halo_exchanges(
         if isinstance(node, HaloExchange):
             node.copy_maps = copy_maps
             node.in_place_min_bytes = in_place_min_bytes
-            node.dense_strides = dense or {}
         before = set(state.nodes())
         node.expand(state, node.implementation)
         for new in set(state.nodes()) - before:
@@ -322,6 +389,32 @@ def lower_halo_exchanges(
         pairs,
     )
     return prepacked
+
+
+def _argument_layouts(names: list[str], values: list[Any]) -> list[str]:
+    """Per argument, what its symbolic descriptor depends on, in words (``_layout_symbols``)."""
+    layouts = _layout_symbols(values)
+    described = []
+    for value, layout in zip(values, layouts):
+        if layout is None:
+            described.append(f"scalar {type(value).__name__}")
+            continue
+        unit = [k for k, name in enumerate(layout[1]) if name is None]
+        shape = [n for n, other in zip(names, layouts) if other and other[0] == layout[0]]
+        described.append(
+            f"{value.dtype} array of {value.ndim} axes, unit stride on axes {unit}, "
+            f"same shape as {shape}"
+        )
+    return described
+
+
+def _outline(sdfg: dace.SDFG) -> list[str]:
+    """The exchanges and stencils of a lowered step, in order, to show where ranks differ."""
+    return [
+        f"{type(node).__name__} {node.label}"
+        for node, _ in sdfg.all_nodes_recursive()
+        if isinstance(node, (dace.nodes.MapEntry, dace.nodes.Tasklet, dace.nodes.LibraryNode))
+    ]
 
 
 def _plain(value: Any) -> Any:
@@ -375,21 +468,20 @@ def _element_strides(value: Any) -> tuple[int, ...]:
     return tuple(s // value.itemsize for s in value.strides)
 
 
-def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple, tuple] | None]:
-    """Per argument (``None`` for non-arrays): the names of its size symbols, of its stride
-    symbols, and where it is dense (``_dense_dims``).
+def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple] | None]:
+    """Per argument (``None`` for non-arrays): the names of its size symbols and of its
+    stride symbols.
 
     Arrays of equal shape (strides) share size (stride) symbols. One SDFG still serves every
     rank and block size, and DaCe can prove that maps over such fields have the same ranges:
     map fusion needs that (the pack maps of one exchange's fields, stencils over several
     fields). A unit stride is no symbol but the constant 1 (name ``None``): the C compiler
     then sees contiguous inner loops and vectorizes the copies (a symbolic unit stride made
-    the compiled exchange of 10 fields of 70x134x80 twice as slow as the runtime one). The
-    exchanges learn which strides are products of sizes (``dense_strides``) to find boxes
-    that MPI can move in place (``sdfg/in_place.py``); the strides stay symbols of their own
-    in the descriptors, so the stencils' code is what it was measured as. Which arguments
-    share, which strides are 1 and where arrays are dense is part of a build's key: a call
-    that breaks the pattern builds anew.
+    the compiled exchange of 10 fields of 70x134x80 twice as slow as the runtime one). Other
+    strides stay symbols even where a rank's array is dense: GT4Py pads some blocks and not
+    others, and the code must be the same on every rank (exchanges test density at run time,
+    ``sdfg/in_place.py``). Which arguments share and which strides are 1 is part of a
+    build's key: a call that breaks the pattern builds anew.
     """
     shapes: dict[tuple, int] = {}
     strides: dict[tuple, int] = {}
@@ -407,43 +499,9 @@ def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple, tuple] | None
                     None if n == 1 else f"__strides{t}_{k}"
                     for k, n in enumerate(_element_strides(value))
                 ),
-                _dense_dims(value),
             )
         )
     return layouts
-
-
-def _dense_dims(value: Any) -> tuple:
-    """Per dimension of ``value``, the dimensions inside it whose sizes multiply to its stride
-    (the array is dense from the unit stride up to it), or ``None``."""
-    strides, shape = _element_strides(value), value.shape
-    dense: list = [None] * value.ndim
-    inner: tuple | None = None  # the dims inside the current one, while dense
-    previous = None
-    for k in sorted(range(value.ndim), key=lambda k: (strides[k], k)):
-        if strides[k] == 1 and previous is None:
-            inner = ()
-        elif inner is not None and previous is not None and shape[previous] > 1:
-            is_dense = strides[k] == strides[previous] * shape[previous]
-            inner = (*inner, previous) if is_dense else None
-        else:
-            inner = None
-        if inner:
-            dense[k] = inner
-        previous = k
-    return tuple(dense)
-
-
-def dense_strides(layouts: list) -> dict[str, str]:
-    """Stride symbol -> the product of size symbols it equals, over all arguments."""
-    found = {}
-    for layout in layouts:
-        if layout is not None:
-            names, stride_names, dense = layout
-            for name, dims in zip(stride_names, dense):
-                if name is not None and dims:
-                    found[name] = "*".join(names[d] for d in dims)
-    return found
 
 
 def _symbolic_descriptor(value: Any, layout: tuple | None, device: str) -> Any:

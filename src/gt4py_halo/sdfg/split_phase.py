@@ -23,6 +23,7 @@ import dace
 from dace.frontend.common import op_repository as oprepo
 from dace.frontend.python.common import DaceSyntaxError
 
+from gt4py_halo.errors import ProgramError
 from gt4py_halo.sdfg.message_buffers import message_buffers
 from gt4py_halo.sdfg.phases import TOKEN
 
@@ -111,7 +112,7 @@ def _finish_sdfg(start_sdfg: dace.SDFG) -> dace.SDFG:
 
 
 def check_all_finished(sdfg: dace.SDFG) -> None:
-    """Raise ``ValueError`` if the step starts an exchange it never finishes.
+    """Raise ``ProgramError`` if the step starts an exchange it never finishes.
 
     Its messages would never be waited for and the next call would restart requests still
     active; and as nothing reads its token, ``simplify`` would silently drop the start.
@@ -123,7 +124,7 @@ def check_all_finished(sdfg: dace.SDFG) -> None:
                 and desc.transient
                 and not desc.__dict__.get("finished")
             ):
-                raise ValueError(
+                raise ProgramError(
                     f"{sdfg.name}: a split-phase exchange is started ({name}) but never "
                     "finished; call finish() on what ex.start(...) returned"
                 )
@@ -149,7 +150,7 @@ def connect_pairs(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) -> int:
             and any(e.data.data == token for e in s.in_edges(n) if e.dst_conn == TOKEN)
         ]
         if len(finishes) != 1:
-            raise ValueError(
+            raise ProgramError(
                 f"a split-phase exchange ({node.label}) started in the step is finished "
                 f"{len(finishes)} times there; call finish() exactly once on what "
                 "ex.start(...) returned"

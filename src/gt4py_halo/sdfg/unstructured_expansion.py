@@ -28,10 +28,11 @@ from dace.transformation.transformation import ExpandTransformation
 from gt4py_halo.sdfg import host_staging as staging
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole, on_device
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
+from gt4py_halo.sdfg.nodes import UnstructuredHaloExchange
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
 
-@dace.library.expansion
+@dace.library.register_expansion(UnstructuredHaloExchange, "MPI")
 class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
     """Lower ``UnstructuredHaloExchange`` to gathers, MPI persistent requests and scatters."""
 
