@@ -510,3 +510,34 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
         never_finished(a)
     with pytest.raises(gh.ProgramError, match="finish\\(\\) called twice"):
         finished_twice(a)
+
+
+def test_ranks_that_disagree_are_named_on_every_rank(comm) -> None:
+    """A step called with arguments of another dtype on one rank, or a step that is another
+    program on one rank, cannot be one build for all: every rank raises, naming the argument
+    or the first exchange or stencil that differs, before anything is posted."""
+    if comm.size < 2:
+        pytest.skip("needs 2 ranks")
+    d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def exchange_a(a):
+        ex.exchange(a)
+
+    dtype = np.float32 if comm.rank == 1 else np.float64
+    with pytest.raises(gh.RanksDisagreeError, match="a: rank 0: float64.*rank 1: float32"):
+        exchange_a(np.zeros(d.allocated_shape, dtype))
+
+    if comm.rank == 0:
+
+        def step(a, b):
+            ex.exchange(a, b)
+    else:
+
+        def step(a, b):
+            ex.exchange(a)
+            ex.exchange(b)
+
+    with pytest.raises(gh.RanksDisagreeError, match="First difference:\n  rank 0: .*\n  rank 1"):
+        gh.program(step, comm=comm)(np.zeros(d.allocated_shape), np.zeros(d.allocated_shape))

@@ -144,7 +144,7 @@ class Program:
         else:
             layouts = self._agreed_layouts(values, local)
             sdfg, _ = self._lower(values, layouts)
-            self._check_programs_agree(sdfg)
+            self._check_programs_agree(sdfg, values, layouts)
             with codegen_config(self._device):
                 compiled = build_on_root(
                     self._comm,
@@ -195,17 +195,17 @@ class Program:
             agreed.append((layout[0], strides))
         return agreed
 
-    def _check_programs_agree(self, sdfg: dace.SDFG) -> None:
+    def _check_programs_agree(self, sdfg: dace.SDFG, values: list[Any], layouts: list) -> None:
         """Collectively: every rank lowered the same SDFG; if not, say where they differ."""
         names = self._comm.allgather(sdfg.name)
         if len(set(names)) == 1:
             return
-        outlines = self._comm.allgather(_outline(sdfg))
+        outlines = self._comm.allgather(_outline(self._parse(values, layouts)))
         first = next(
             (
                 n
                 for n in range(max(map(len, outlines)))
-                if len({o[n : n + 1] for o in outlines}) > 1
+                if len({tuple(o[n : n + 1]) for o in outlines}) > 1
             ),
             None,
         )
@@ -409,12 +409,14 @@ def _argument_layouts(names: list[str], values: list[Any]) -> list[str]:
 
 
 def _outline(sdfg: dace.SDFG) -> list[str]:
-    """The exchanges and stencils of a lowered step, in order, to show where ranks differ."""
-    return [
-        f"{type(node).__name__} {node.label}"
-        for node, _ in sdfg.all_nodes_recursive()
-        if isinstance(node, (dace.nodes.MapEntry, dace.nodes.Tasklet, dace.nodes.LibraryNode))
-    ]
+    """The exchanges and stencils of a parsed step, in order, to show where ranks differ."""
+    found = []
+    for node, _ in sdfg.all_nodes_recursive():
+        if isinstance(node, EXCHANGE_NODES):
+            found.append(f"{node.phase} of {node.field_count} field(s) ({node.label})")
+        elif isinstance(node, (dace.nodes.MapEntry, dace.nodes.LibraryNode)):
+            found.append(f"{type(node).__name__} {node.label}")
+    return found
 
 
 def _plain(value: Any) -> Any:
