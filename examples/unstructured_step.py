@@ -190,9 +190,10 @@ class Step:
         self.program(c, e, c_new, *self.bounds)
 
 
-def make_step(mesh: LocalMesh, comm: MPI.Comm) -> Step:
-    """The step on this rank's ``mesh``; collective over ``comm`` (builds the exchange plans)."""
-    ex = gh.make_exchange(mesh.decomposition(comm))
+def make_step(mesh: LocalMesh, comm: MPI.Comm, backend: str | None = None) -> Step:
+    """The step on this rank's ``mesh``; collective over ``comm`` (builds the exchange plans).
+    ``backend``: the transport, compiled and from Python (default: the configuration)."""
+    ex = gh.make_exchange(mesh.decomposition(comm), backend=backend)
     tables = NeighbourTables(mesh.offset_provider())
     to_edges = tables.bind(interpolate_to_edges)
     to_cells = tables.bind(average_from_edges)

@@ -419,13 +419,15 @@ def test_compiled_step_on_the_gpu_equals_the_cpu(comm) -> None:
         np.testing.assert_array_equal(gpu.get(), cpu)
 
 
-def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None:
     """A mesh scattered by random partitions, halos in shuffled order, two dims in one step,
-    one of them split around the other."""
+    one of them split around the other; with either transport, whose calls the generated
+    code holds."""
     from test_unstructured_exchange import local_field, random_mesh, values
 
     d = gh.UnstructuredDecomposition(random_mesh(comm, seed=13))
-    ex = gh.make_exchange(d)
+    ex = gh.make_exchange(d, backend=backend)
 
     @gh.program(comm=comm)
     def exchange_cells_and_edges(c, e, e2):
@@ -439,7 +441,10 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm) -> None:
         *(local_field(d, dim, lv, dt, order) for dim, lv, dt, order in specs.values())
     )
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n, _ in lowered.all_nodes_recursive())
-    for _ in range(2):  # the second call reuses the persistent requests
+    code = lowered.generate_code()[0].clean_code
+    assert ("MPI_Startall(" in code) == (backend == "mpi")
+    assert (code.count("gt4py_halo::GhexUnstructured(") == 2) == (backend == "ghex")
+    for _ in range(2):  # the second call reuses the persistent requests (GHEX: patterns)
         fields = {
             k: local_field(d, dim, lv, dt, order) for k, (dim, lv, dt, order) in specs.items()
         }

@@ -2,8 +2,9 @@
 
 The step of ``examples/unstructured_step.py`` (cells to edges through ``E2C``, edges to cells
 through ``C2E``, each after an exchange) on a triangle mesh split into runs of uneven length:
-compiled, it must give the same bits as the same step run from Python with the runtime
-exchange, halos included, and, gathered, as one rank alone. Every rank's neighbour tables have
+compiled, with either transport, it must give the same bits as the same step run from Python
+with the runtime exchange, halos included, and, gathered, as one rank alone (so the
+transports agree bit for bit). Every rank's neighbour tables have
 their own lengths, yet all ranks must parse the same SDFG (one build serves all).
 """
 
@@ -36,9 +37,10 @@ def mesh(unstructured: ModuleType):
     return unstructured.local_mesh(unstructured.NX, unstructured.NY, comm.rank, comm.size)
 
 
-@pytest.fixture(scope="module")
-def step(unstructured: ModuleType, mesh):
-    return unstructured.make_step(mesh, MPI.COMM_WORLD)
+@pytest.fixture(scope="module", params=["mpi", "ghex"])
+def step(unstructured: ModuleType, mesh, request):
+    """The step with each transport, compiled and from Python alike."""
+    return unstructured.make_step(mesh, MPI.COMM_WORLD, backend=request.param)
 
 
 def test_compiled_step_equals_runtime_path_and_single_rank(

@@ -27,7 +27,9 @@ TRANSPORTS = {
         ("gt4py_halo.backends.mpi", "MpiTransport"),
         ("gt4py_halo.sdfg.mpi_expansion", "gt4py_halo.sdfg.unstructured_expansion"),
     ),
-    "ghex": Transport(("gt4py_halo.backends.ghex", "GhexTransport"), ()),
+    "ghex": Transport(
+        ("gt4py_halo.backends.ghex", "GhexTransport"), ("gt4py_halo.sdfg.ghex_expansion",)
+    ),
 }
 #: ``backend="auto"``: the first of these whose software is installed.
 AUTO_ORDER = ("ghex", "mpi")

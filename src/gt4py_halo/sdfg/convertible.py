@@ -22,7 +22,7 @@ from dace.frontend.python.common import SDFGClosure
 from mpi4py import MPI
 
 from gt4py_halo.decomposition.plan import ExchangePlan
-from gt4py_halo.errors import FieldError, ProgramError
+from gt4py_halo.errors import BackendError, DecompositionError, FieldError, ProgramError
 from gt4py_halo.sdfg.nodes import SELF, HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.sdfg.phases import TOKEN
 from gt4py_halo.sdfg.split_phase import ExchangeToken
@@ -102,11 +102,28 @@ class CompiledExchangeData:
             "send_idx": _concatenated([n.send.indices for n in neighbours]),
             "recv_ptr": _offsets([n.recv.count for n in neighbours]),
             "recv_idx": _concatenated([n.recv.indices for n in neighbours]),
+            **self._gids(plan.name),
         }
         for what, array in lists.items():
             name = self._name(plan, what)
             self.arrays[name] = array.view(PlanArray)
             self.arrays[name].name = name
+
+    def _gids(self, dim: str) -> dict[str, np.ndarray]:
+        """The dim's gids in local order (owned, then halo) and the local indices of its halo:
+        what GHEX builds its pattern from (the MPI expansion reads the index lists instead)."""
+        owned = self.decomposition.owned_gids[dim]
+        halo = self.decomposition.halo_gids[dim]
+        gids = np.concatenate([owned, halo])
+        if self.implementation == "GHEX" and gids.max(initial=0) >= 2**31:
+            raise DecompositionError(
+                f"dim {dim!r}: GHEX takes 32-bit gids; this mesh has gids of 2**31 and above: "
+                "use the 'mpi' backend"
+            )
+        return {
+            "gids": np.where(gids < 2**31, gids, -1).astype(np.int32),
+            "halo_lids": np.arange(len(owned), len(gids), dtype=np.int32),
+        }
 
     def descriptor(self, name: str) -> dace.data.Array:
         """Lengths that differ between ranks are symbols: the code stays the same."""
@@ -152,6 +169,13 @@ def exchange_sdfg(
                 f"field {i} of a compiled exchange must be an array with at least {ndim} axes, "
                 f"got {desc}"
             )
+    node_type = HaloExchange if plan.directions else UnstructuredHaloExchange
+    if data.implementation not in node_type.implementations:
+        raise BackendError(
+            f"the {data.implementation.lower()!r} transport has no compiled expansion for "
+            f"{'cartesian' if plan.directions else 'unstructured'} exchanges yet: use the 'mpi' "
+            "transport inside @gh.program (make_exchange(d, backend='mpi'))"
+        )
     if plan.directions:
         directions = [d.offset for d in plan.directions]
         node = HaloExchange(

@@ -100,10 +100,20 @@ class UnstructuredHaloExchange(nodes.LibraryNode):
 
     Axis 0 of every field is the dim's local index space (owned, then halo cells). The plan
     comes in as run-time arrays (``PLAN_ARRAYS``, plus ``_comm``): neighbour ranks and, per
-    neighbour, offsets into the lists of local indices to send and to receive.
+    neighbour, offsets into the lists of local indices to send and to receive (what the MPI
+    expansion reads); the gids in local order and the halo's local indices (what GHEX builds
+    its pattern from).
     """
 
-    PLAN_ARRAYS = ("neighbours", "send_ptr", "send_idx", "recv_ptr", "recv_idx")
+    PLAN_ARRAYS = (
+        "neighbours",
+        "send_ptr",
+        "send_idx",
+        "recv_ptr",
+        "recv_idx",
+        "gids",
+        "halo_lids",
+    )
     implementations: ClassVar[dict] = {}  # transports register theirs (backends.TRANSPORTS)
     default_implementation = None
 

@@ -1,0 +1,174 @@
+"""The GHEX expansion of ``UnstructuredHaloExchange``: GHEX's own exchange, called from C++.
+
+Each node becomes one C++ tasklet per phase that calls GHEX (``include/gt4py_halo_ghex.hpp``):
+on the first call of a program instance it creates the node's context, pattern and
+communication object from the plan's gids (collective: every rank runs the same nodes in the
+same order), kept in the program's state struct under the node's ``uid``; each call then
+describes the fields (their pointers and strides, read at run time) and runs
+``communication_object.exchange``: the blocking node waits at once, a start node returns and
+its finish waits. GHEX packs, sends and unpacks; the node has no message buffers of its own.
+The generated code is the same on every rank (gids and their counts are run-time arrays).
+
+CPU fields only, with at most one level axis, contiguous along the local index or the levels
+(GHEX's unstructured data descriptor); a GPU build of GHEX would add ``schedule_exchange``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import dace
+import dace.library
+import gridtools_cpp
+from dace import dtypes
+from dace.symbolic import symstr
+from dace.transformation.transformation import ExpandTransformation
+
+from gt4py_halo.errors import BackendUnavailableError, FieldError
+from gt4py_halo.sdfg.graph import connect_whole, on_device
+from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
+from gt4py_halo.sdfg.nodes import UnstructuredHaloExchange
+from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
+
+try:
+    import ghex
+except ImportError as error:
+    raise BackendUnavailableError(
+        "the 'ghex' backend needs GHEX, which is not installed: `pip install 'gt4py_halo[ghex]'`"
+        f" ({error})"
+    ) from error
+
+_GHEX = Path(ghex.__file__).parent
+_LIBRARIES = [str(_GHEX / "lib" / f"lib{name}.so") for name in ("ghex", "oomph_mpi", "hwmalloc")]
+
+
+@dace.library.environment
+class Ghex:
+    """GHEX's headers (with GridTools', which they include) and libraries, from the installed
+    ``ghex`` package; our glue header next to this module."""
+
+    cmake_minimum_version = None
+    cmake_packages: ClassVar = []
+    cmake_files: ClassVar = []
+    cmake_variables: ClassVar = {}
+    cmake_includes: ClassVar = [
+        str(_GHEX / "include"),
+        str(gridtools_cpp.get_include_dir()),
+        str(Path(__file__).parent / "include"),
+    ]
+    cmake_libraries: ClassVar = _LIBRARIES
+    cmake_compile_flags: ClassVar = ["-std=c++17"]
+    cmake_link_flags: ClassVar = [f"-Wl,-rpath,{_GHEX / 'lib'}"]
+    headers: ClassVar = {"frame": ["gt4py_halo_ghex.hpp"]}
+    state_fields: ClassVar = []
+    init_code = ""
+    finalize_code = ""
+    dependencies: ClassVar = [MpiEnvironment]
+
+
+@dace.library.register_expansion(UnstructuredHaloExchange, "GHEX")
+class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
+    """Lower ``UnstructuredHaloExchange`` to GHEX calls in C++ tasklets."""
+
+    environments: ClassVar[list] = [Ghex]
+
+    @staticmethod
+    def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
+        uid = node.uid
+        sdfg = dace.SDFG(f"{uid}_{node.phase}")
+        outer = {e.dst_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.in_edges(node)}
+        outer.update(
+            {e.src_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.out_edges(node)}
+        )
+        for connector, desc in outer.items():
+            desc = desc.clone()
+            desc.transient = False
+            sdfg.add_datadesc(connector, desc)
+        fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
+        if on_device(fields):
+            raise FieldError(
+                "the 'ghex' transport has no compiled GPU exchange yet: use the 'mpi' transport "
+                "for GPU fields inside @gh.program"
+            )
+        state = sdfg.add_state(node.phase)
+        ghex_object = f"__state->{uid}_ghex"
+        lines = []
+        inputs = ["gids", "halo_lids", "comm_handle"] if packs(node.phase) else []
+        if packs(node.phase):
+            n = symstr(sdfg.arrays["_gids"].shape[0], cpp_mode=True)
+            nh = symstr(sdfg.arrays["_halo_lids"].shape[0], cpp_mode=True)
+            lines += [
+                f"if (!{ghex_object}) {{",
+                "    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
+                f"    {ghex_object} = new gt4py_halo::GhexUnstructured("
+                + f"comm, gids, {n}, halo_lids, {nh});",
+                "}",
+            ]
+            described = ", ".join(
+                f"{ghex_object}->describe(field{i}, {_layout(desc, i)})"
+                for i, desc in enumerate(fields)
+            )
+            lines.append(f"{ghex_object}->start({described});")
+        if unpacks(node.phase):
+            lines.append(f"{ghex_object}->wait();")
+        outputs = [f"field{i}" for i in range(node.field_count)] if unpacks(node.phase) else []
+        if node.phase == "start":
+            outputs.append(TOKEN_CONNECTOR)
+        field_inputs = [f"in{i}" for i in range(node.field_count)]
+        if not unpacks(node.phase):  # the start only reads its fields: GHEX gets these
+            lines = [line.replace("describe(field", "describe(in") for line in lines]
+        if node.phase == "finish":
+            inputs.append(TOKEN_CONNECTOR)
+        tasklet = state.add_tasklet(
+            f"{uid}_ghex_{node.phase}",
+            inputs + field_inputs,
+            outputs,
+            "\n".join(lines),
+            language=dtypes.Language.CPP,
+            side_effects=True,
+            state_fields=[f"gt4py_halo::GhexUnstructured* {uid}_ghex = nullptr;"]
+            if packs(node.phase)
+            else [],
+            code_exit=f"""{{
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) delete {ghex_object};  // GHEX frees its communicator
+}}"""
+            if packs(node.phase)
+            else "",
+        )
+        if packs(node.phase):
+            for connector, name in (("gids", "_gids"), ("halo_lids", "_halo_lids")):
+                connect_whole(state, sdfg, state.add_read(name), tasklet, connector)
+            connect_whole(state, sdfg, state.add_read("_comm"), tasklet, "comm_handle")
+        for i in range(node.field_count):
+            connect_whole(state, sdfg, state.add_read(f"_f{i}"), tasklet, f"in{i}")
+            if unpacks(node.phase):
+                connect_whole(state, sdfg, tasklet, state.add_write(f"_f{i}"), f"field{i}")
+        if node.phase == "start":
+            connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
+        elif node.phase == "finish":
+            connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
+        return sdfg
+
+    @staticmethod
+    def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
+        """None: GHEX packs into buffers of its own."""
+        return []
+
+
+def _layout(desc: Any, i: int) -> str:
+    """GHEX's description of field ``i``: levels, whether they are contiguous, outer stride."""
+    if len(desc.shape) == 1:
+        return f"1, true, {symstr(desc.strides[0], cpp_mode=True)}"
+    if len(desc.shape) == 2:
+        levels = symstr(desc.shape[1], cpp_mode=True)
+        if str(desc.strides[1]) == "1":
+            return f"{levels}, true, {symstr(desc.strides[0], cpp_mode=True)}"
+        if str(desc.strides[0]) == "1":
+            return f"{levels}, false, {symstr(desc.strides[1], cpp_mode=True)}"
+    raise FieldError(
+        f"field {i}: the 'ghex' transport exchanges unstructured fields of one or two axes, "
+        f"contiguous along one of them; got shape {desc.shape}, strides {desc.strides}"
+    )
