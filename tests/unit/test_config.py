@@ -65,7 +65,9 @@ def test_compiled_step_refuses_a_transport_without_expansion(workdir):
     def step(u):
         ex.exchange(u)
 
-    with pytest.raises(gh.BackendError, match="'ghex' transport has no compiled expansion"):
+    with pytest.raises(
+        gh.BackendError, match="'ghex' transport has no compiled expansion of HaloExchange"
+    ):
         step(np.zeros(d.allocated_shape))
 
 

@@ -53,23 +53,24 @@ def make_transport(name: str, decomposition: Any) -> Any:
     return transport_class.for_decomposition(decomposition)
 
 
-def compiled_implementation(name: str, auto: bool = False) -> str:
-    """The implementation name of transport ``name``'s DaCe expansions, registered on return.
+def compiled_implementation(name: str, node_type: type, auto: bool = False) -> str:
+    """The implementation name of transport ``name``'s DaCe expansion of ``node_type``,
+    registered on return.
 
-    ``auto``: the transport was chosen by ``"auto"``, so another one with expansions may
-    stand in for it; a transport asked for by name that has none is a ``BackendError``, never
-    a silent fallback.
+    ``auto``: the transport was chosen by ``"auto"``, so another one may stand in for it; a
+    transport asked for by name that has no expansion of the node is a ``BackendError``,
+    never a silent fallback.
     """
     candidates = [name] + ([c for c in AUTO_ORDER if c != name] if auto else [])
     for candidate in candidates:
-        modules = TRANSPORTS[candidate].expansions
-        if modules:
-            for module in modules:
-                importlib.import_module(module)
+        for module in TRANSPORTS[candidate].expansions:
+            importlib.import_module(module)
+        if candidate.upper() in node_type.implementations:
             return candidate.upper()
-    with_expansions = sorted(n for n, t in TRANSPORTS.items() if t.expansions)
+    able = sorted(n for n in TRANSPORTS if n.upper() in node_type.implementations)
     raise BackendError(
-        f"the {name!r} transport has no compiled expansion yet: exchanges inside @gh.program "
-        f"can use {', '.join(map(repr, with_expansions))} (make_exchange(d, backend=...)); "
-        f"the runtime exchange (ex.exchange from Python) works with {name!r}"
+        f"the {name!r} transport has no compiled expansion of {node_type.__name__} yet: such "
+        f"exchanges inside @gh.program can use {', '.join(map(repr, able))} "
+        "(make_exchange(d, backend=...)); the runtime exchange (ex.exchange from Python) works "
+        f"with {name!r}"
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gt4py_halo.backends import compiled_implementation, make_transport
+from gt4py_halo.backends import make_transport
 from gt4py_halo.config import configured_backend
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.fields import as_array, specs_of
@@ -102,7 +102,7 @@ class _CompiledCall:
         exchange = self._exchange
         if exchange._compiled_data is None:
             exchange._compiled_data = CompiledExchangeData(
-                exchange.decomposition, compiled_implementation(exchange.backend, exchange._auto)
+                exchange.decomposition, exchange.backend, exchange._auto
             )
         return exchange._compiled_data
 

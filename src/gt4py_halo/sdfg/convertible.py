@@ -21,8 +21,9 @@ import numpy as np
 from dace.frontend.python.common import SDFGClosure
 from mpi4py import MPI
 
+from gt4py_halo.backends import compiled_implementation
 from gt4py_halo.decomposition.plan import ExchangePlan
-from gt4py_halo.errors import BackendError, DecompositionError, FieldError, ProgramError
+from gt4py_halo.errors import DecompositionError, FieldError, ProgramError
 from gt4py_halo.sdfg.nodes import SELF, HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.sdfg.phases import TOKEN
 from gt4py_halo.sdfg.split_phase import ExchangeToken
@@ -69,10 +70,11 @@ class CompiledExchangeData:
     tags, so that every exchange node of a program has its own.
     """
 
-    def __init__(self, decomposition: Any, implementation: str = "MPI") -> None:
+    def __init__(self, decomposition: Any, transport: str = "mpi", auto: bool = False) -> None:
         self.decomposition = decomposition
-        #: the transport's DaCe expansion, chosen for every node (``backends.TRANSPORTS``)
-        self.implementation = implementation
+        #: whose DaCe expansions the nodes get (``backends.compiled_implementation``)
+        self.transport = transport
+        self.auto = auto
         self.comm = decomposition.comm.Dup()
         serial = _agreed_serial(self.comm)
         self.prefix = f"{CLOSURE_PREFIX}{serial}_"
@@ -115,11 +117,6 @@ class CompiledExchangeData:
         owned = self.decomposition.owned_gids[dim]
         halo = self.decomposition.halo_gids[dim]
         gids = np.concatenate([owned, halo])
-        if self.implementation == "GHEX" and gids.max(initial=0) >= 2**31:
-            raise DecompositionError(
-                f"dim {dim!r}: GHEX takes 32-bit gids; this mesh has gids of 2**31 and above: "
-                "use the 'mpi' backend"
-            )
         return {
             "gids": np.where(gids < 2**31, gids, -1).astype(np.int32),
             "halo_lids": np.arange(len(owned), len(gids), dtype=np.int32),
@@ -170,11 +167,12 @@ def exchange_sdfg(
                 f"got {desc}"
             )
     node_type = HaloExchange if plan.directions else UnstructuredHaloExchange
-    if data.implementation not in node_type.implementations:
-        raise BackendError(
-            f"the {data.implementation.lower()!r} transport has no compiled expansion for "
-            f"{'cartesian' if plan.directions else 'unstructured'} exchanges yet: use the 'mpi' "
-            "transport inside @gh.program (make_exchange(d, backend='mpi'))"
+    implementation = compiled_implementation(data.transport, node_type, data.auto)
+    gids = data.arrays.get(data._name(plan, "gids"))
+    if implementation == "GHEX" and gids is not None and (gids < 0).any():
+        raise DecompositionError(
+            f"dim {plan.name!r}: GHEX takes 32-bit gids; this mesh has gids of 2**31 and "
+            "above: use the 'mpi' backend"
         )
     if plan.directions:
         directions = [d.offset for d in plan.directions]
@@ -197,7 +195,7 @@ def exchange_sdfg(
         )
         plan_arrays = {f"_{w}": w for w in UnstructuredHaloExchange.PLAN_ARRAYS}
     node.uid = f"{data.prefix.removeprefix('__')}{node.tag_base}"
-    node.implementation = data.implementation
+    node.implementation = implementation
     sdfg = dace.SDFG(f"{phase}_{plan.name}_{node.uid}")
     state = sdfg.add_state(phase)
     state.add_node(node)
