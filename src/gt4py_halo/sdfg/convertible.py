@@ -104,8 +104,9 @@ class CompiledExchangeData:
             "send_idx": _concatenated([n.send.indices for n in neighbours]),
             "recv_ptr": _offsets([n.recv.count for n in neighbours]),
             "recv_idx": _concatenated([n.recv.indices for n in neighbours]),
-            **self._gids(plan.name),
         }
+        if self.transport == "ghex":
+            lists.update(self._gids(plan.name))
         for what, array in lists.items():
             name = self._name(plan, what)
             self.arrays[name] = array.view(PlanArray)
@@ -113,7 +114,8 @@ class CompiledExchangeData:
 
     def _gids(self, dim: str) -> dict[str, np.ndarray]:
         """The dim's gids in local order (owned, then halo) and the local indices of its halo:
-        what GHEX builds its pattern from (the MPI expansion reads the index lists instead)."""
+        what GHEX builds its pattern from (the MPI expansion reads the index lists instead).
+        GHEX takes 32-bit gids: larger ones are -1 here, refused by ``exchange_sdfg``."""
         owned = self.decomposition.owned_gids[dim]
         halo = self.decomposition.halo_gids[dim]
         gids = np.concatenate([owned, halo])
@@ -187,13 +189,15 @@ def exchange_sdfg(
         )
         plan_arrays = {"_peers": "peers"}
     else:
+        reads = UnstructuredHaloExchange.implementations[implementation].PLAN_ARRAYS
         node = UnstructuredHaloExchange(
             f"halo_exchange_{plan.name}",
             field_count=len(descriptors),
             tag_base=data.allocate_tags(len(descriptors)),
             phase=phase,
+            plan=reads,
         )
-        plan_arrays = {f"_{w}": w for w in UnstructuredHaloExchange.PLAN_ARRAYS}
+        plan_arrays = {f"_{w}": w for w in reads}
     node.uid = f"{data.prefix.removeprefix('__')}{node.tag_base}"
     node.implementation = implementation
     sdfg = dace.SDFG(f"{phase}_{plan.name}_{node.uid}")

@@ -72,6 +72,8 @@ class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
     """Lower ``UnstructuredHaloExchange`` to GHEX calls in C++ tasklets."""
 
     environments: ClassVar[list] = [Ghex]
+    #: The plan arrays the node gets (``convertible.exchange_sdfg``).
+    PLAN_ARRAYS = ("gids", "halo_lids")
 
     @staticmethod
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:

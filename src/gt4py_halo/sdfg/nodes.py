@@ -99,21 +99,12 @@ class UnstructuredHaloExchange(nodes.LibraryNode):
     """Blocking halo exchange of ``field_count`` fields of one unstructured (ICON) dim.
 
     Axis 0 of every field is the dim's local index space (owned, then halo cells). The plan
-    comes in as run-time arrays (``PLAN_ARRAYS``, plus ``_comm``): neighbour ranks and, per
-    neighbour, offsets into the lists of local indices to send and to receive (what the MPI
-    expansion reads); the gids in local order and the halo's local indices (what GHEX builds
-    its pattern from).
+    comes in as run-time arrays (connectors ``_<name>`` for each of ``plan``, plus
+    ``_comm``), those its transport's expansion reads (its ``PLAN_ARRAYS``): for MPI the
+    neighbour ranks and per neighbour the local indices to send and to receive, for GHEX the
+    gids in local order.
     """
 
-    PLAN_ARRAYS = (
-        "neighbours",
-        "send_ptr",
-        "send_idx",
-        "recv_ptr",
-        "recv_idx",
-        "gids",
-        "halo_lids",
-    )
     implementations: ClassVar[dict] = {}  # transports register theirs (backends.TRANSPORTS)
     default_implementation = None
 
@@ -129,10 +120,11 @@ class UnstructuredHaloExchange(nodes.LibraryNode):
         tag_base: int = 0,
         uid: str = "halo",
         phase: str = "exchange",
+        plan: tuple[str, ...] = (),
         **kwargs,
     ) -> None:
-        plan = [f"_{a}" for a in self.PLAN_ARRAYS] + ["_comm"]
-        inputs, outputs = phase_connectors(phase, field_count, plan)
+        connectors = [f"_{a}" for a in plan] + ["_comm"]
+        inputs, outputs = phase_connectors(phase, field_count, connectors)
         super().__init__(name, inputs=inputs, outputs=outputs, **kwargs)
         self.field_count = field_count
         self.tag_base = tag_base

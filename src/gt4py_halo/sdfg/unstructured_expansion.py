@@ -37,6 +37,8 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
     """Lower ``UnstructuredHaloExchange`` to gathers, MPI persistent requests and scatters."""
 
     environments: ClassVar[list] = [MpiEnvironment]
+    #: The plan arrays the node gets (``convertible.exchange_sdfg``).
+    PLAN_ARRAYS = ("neighbours", "send_ptr", "send_idx", "recv_ptr", "recv_idx")
 
     @staticmethod
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
