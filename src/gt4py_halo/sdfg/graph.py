@@ -43,3 +43,16 @@ def add_persistent(sdfg: dace.SDFG, name: str, shape: Any, dtype: Any, device: b
 def on_device(fields: Any) -> bool:
     """Whether an exchange's fields (descriptors) live on the GPU, and so its buffers."""
     return any(desc.storage == dtypes.StorageType.GPU_Global for desc in fields)
+
+
+def nested_for(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
+    """An empty SDFG for ``node``'s expansion with one argument per connector of the node,
+    described as the arrays connected to it outside."""
+    sdfg = dace.SDFG(f"{node.uid}_{node.phase}")
+    outer = {e.dst_conn: e for e in parent_state.in_edges(node)}
+    outer.update({e.src_conn: e for e in parent_state.out_edges(node)})
+    for connector, edge in outer.items():
+        desc = parent_sdfg.arrays[edge.data.data].clone()
+        desc.transient = False
+        sdfg.add_datadesc(connector, desc)
+    return sdfg

@@ -26,7 +26,7 @@ from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.sdfg import host_staging as staging
-from gt4py_halo.sdfg.graph import add_persistent, connect_whole, on_device
+from gt4py_halo.sdfg.graph import add_persistent, connect_whole, nested_for, on_device
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
 from gt4py_halo.sdfg.nodes import UnstructuredHaloExchange
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
@@ -43,15 +43,7 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
     @staticmethod
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
         uid = node.uid
-        sdfg = dace.SDFG(f"{uid}_{node.phase}")
-        outer = {e.dst_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.in_edges(node)}
-        outer.update(
-            {e.src_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.out_edges(node)}
-        )
-        for connector, desc in outer.items():
-            desc = desc.clone()
-            desc.transient = False
-            sdfg.add_datadesc(connector, desc)
+        sdfg = nested_for(node, parent_state, parent_sdfg)
         fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
         gpu = on_device(fields)
         sends = _messages(node, fields, sdfg.arrays, "send")
