@@ -115,12 +115,18 @@ class CompiledExchangeData:
     def _gids(self, dim: str) -> dict[str, np.ndarray]:
         """The dim's gids in local order (owned, then halo) and the local indices of its halo:
         what GHEX builds its pattern from (the MPI expansion reads the index lists instead).
-        GHEX takes 32-bit gids: larger ones are -1 here, refused by ``exchange_sdfg``."""
+        Collective: GHEX takes 32-bit gids, and a mesh with larger ones is refused on every
+        rank."""
         owned = self.decomposition.owned_gids[dim]
         halo = self.decomposition.halo_gids[dim]
         gids = np.concatenate([owned, halo])
+        if self.comm.allreduce(int(gids.max(initial=0)), op=MPI.MAX) >= 2**31:
+            raise DecompositionError(
+                f"dim {dim!r}: GHEX takes 32-bit gids; this mesh has gids of 2**31 and above: "
+                "use the 'mpi' backend"
+            )
         return {
-            "gids": np.where(gids < 2**31, gids, -1).astype(np.int32),
+            "gids": gids.astype(np.int32),
             "halo_lids": np.arange(len(owned), len(gids), dtype=np.int32),
         }
 
@@ -170,12 +176,6 @@ def exchange_sdfg(
             )
     node_type = HaloExchange if plan.directions else UnstructuredHaloExchange
     implementation = compiled_implementation(data.transport, node_type, data.auto)
-    gids = data.arrays.get(data._name(plan, "gids"))
-    if implementation == "GHEX" and gids is not None and (gids < 0).any():
-        raise DecompositionError(
-            f"dim {plan.name!r}: GHEX takes 32-bit gids; this mesh has gids of 2**31 and "
-            "above: use the 'mpi' backend"
-        )
     if plan.directions:
         directions = [d.offset for d in plan.directions]
         node = HaloExchange(

@@ -4,7 +4,8 @@ Each node becomes one C++ tasklet per phase that calls GHEX (``include/gt4py_hal
 on the first call of a program instance it creates the node's context, pattern and
 communication object from the plan's gids (collective: every rank runs the same nodes in the
 same order), kept in the program's state struct under the node's ``uid``; each call then
-describes the fields (their pointers and strides, read at run time) and runs
+describes the fields (pointers and strides read at run time; a descriptor is kept while its
+field's memory and layout stay the same) and runs
 ``communication_object.exchange``: the blocking node waits at once, a start node returns and
 its finish waits. GHEX packs, sends and unpacks; the node has no message buffers of its own.
 The generated code is the same on every rank (gids and their counts are run-time arrays).
@@ -100,7 +101,7 @@ class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
                 "}",
             ]
             described = ", ".join(
-                f"{ghex_object}->describe(field{i}, {_layout(desc, i)})"
+                f"{ghex_object}->describe({i}, in{i}, {_layout(desc, i)})"
                 for i, desc in enumerate(fields)
             )
             lines.append(f"{ghex_object}->start({described});")
@@ -110,8 +111,6 @@ class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
         if node.phase == "start":
             outputs.append(TOKEN_CONNECTOR)
         field_inputs = [f"in{i}" for i in range(node.field_count)]
-        if not unpacks(node.phase):  # the start only reads its fields: GHEX gets these
-            lines = [line.replace("describe(field", "describe(in") for line in lines]
         if node.phase == "finish":
             inputs.append(TOKEN_CONNECTOR)
         tasklet = state.add_tasklet(

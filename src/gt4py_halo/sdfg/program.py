@@ -168,7 +168,7 @@ class Program:
         coincide on one rank may differ on another.
         """
         names = self._dace_program.argnames
-        mine = _argument_layouts(names, values)
+        mine = _argument_layouts(names, values, local)
         everyone = self._comm.allgather((mine, local))
         differing = [i for i in range(len(mine)) if len({e[0][i] for e in everyone}) > 1]
         if differing:
@@ -391,9 +391,9 @@ def lower_halo_exchanges(
     return prepacked
 
 
-def _argument_layouts(names: list[str], values: list[Any]) -> list[str]:
-    """Per argument, what its symbolic descriptor depends on, in words (``_layout_symbols``)."""
-    layouts = _layout_symbols(values)
+def _argument_layouts(names: list[str], values: list[Any], layouts: list) -> list[str]:
+    """Per argument, what its symbolic descriptor depends on (of its ``_layout_symbols``
+    ``layouts``, stride sharing aside), in words."""
     described = []
     for value, layout in zip(values, layouts):
         if layout is None:

@@ -39,16 +39,25 @@ class GhexUnstructured {
     {
     }
 
-    // A field of `levels` levels: levels contiguous (`levels_first`) at `outer_stride` elements
-    // per local index, or local indices contiguous at `outer_stride` elements per level.
+    // Field `slot` of the node: `levels` levels, contiguous (`levels_first`) at `outer_stride`
+    // elements per local index, or local indices contiguous at `outer_stride` elements per
+    // level. Its descriptor is kept (GHEX reads it until the wait) and made anew only when the
+    // field's memory or layout changed: a model exchanges the same fields every step.
     // A start node reads its fields (const); GHEX writes their halos when its finish waits.
     template<class T>
-    auto describe(const T* values, long levels, bool levels_first, long outer_stride)
+    auto describe(std::size_t slot, const T* values, long levels, bool levels_first,
+        long outer_stride)
     {
-        auto kept = std::make_shared<field<T>>(m_domains[0], const_cast<T*>(values), levels,
-            levels_first, outer_stride);
-        m_fields.push_back(kept);
-        return m_pattern(*kept);
+        if (m_fields.size() <= slot) m_fields.resize(slot + 1);
+        kept& k = m_fields[slot];
+        if (!k.field || k.values != values || k.levels != levels ||
+            k.levels_first != levels_first || k.outer_stride != outer_stride)
+        {
+            k = kept{values, levels, levels_first, outer_stride,
+                std::make_shared<field<T>>(m_domains[0], const_cast<T*>(values), levels,
+                    levels_first, outer_stride)};
+        }
+        return m_pattern(*static_cast<field<T>*>(k.field.get()));  // a slot keeps its type
     }
 
     template<class... BufferInfos>
@@ -61,10 +70,18 @@ class GhexUnstructured {
     {
         if (m_pending) m_pending->wait();
         m_pending.reset();
-        m_fields.clear();
     }
 
   private:
+    struct kept
+    {
+        const void*           values = nullptr;
+        long                  levels = 0;
+        bool                  levels_first = false;
+        long                  outer_stride = 0;
+        std::shared_ptr<void> field;
+    };
+
     std::vector<int> halos(const int* gids, const int* halo_lids, long nh)
     {
         std::vector<int> found(nh);
@@ -83,7 +100,7 @@ class GhexUnstructured {
     pattern_type                                  m_pattern;
     co_type                                       m_co;
     std::optional<typename co_type::handle_type> m_pending;
-    std::vector<std::shared_ptr<void>>            m_fields;
+    std::vector<kept>                             m_fields;
 };
 
 } // namespace gt4py_halo
