@@ -56,3 +56,100 @@ def nested_for(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) 
         desc.transient = False
         sdfg.add_datadesc(connector, desc)
     return sdfg
+
+
+def sort_assignments(sdfg: dace.SDFG) -> None:
+    """Each interstate edge's assignments in name order, where none reads another of the same
+    edge (elsewhere their order is their meaning).
+
+    DaCe's GPU transformation reorders some assignments in set order, which differs between
+    processes (string hashing is salted per process): without this, ranks that lowered the
+    same step would hash different SDFGs.
+    """
+    for edge in sdfg.all_interstate_edges(recursive=True):
+        assignments = edge.data.assignments
+        reads = set().union(*(dace.symbolic.symbols_in_code(v) for v in assignments.values()))
+        if not reads & assignments.keys():
+            edge.data.assignments = dict(sorted(assignments.items()))
+
+
+def isolate_nested_sdfgs(sdfg: dace.SDFG) -> None:
+    """Give each nested SDFG of ``sdfg`` a state of its own (with its access nodes): what it
+    depends on goes to a state before it, everything else to the state after it.
+
+    A multi-state nested SDFG is inlined only when alone in its state, and DaCe's GPU
+    transformation handles a nested SDFG left in the step without the step's host data.
+    """
+    while True:
+        crowded = [
+            (state, node)
+            for state in sdfg.states()
+            for node in state.nodes()
+            if isinstance(node, dace.nodes.NestedSDFG) and not _alone(state, node)
+        ]
+        if not crowded:
+            return
+        # the last of its state first: one that no other nested SDFG there depends on
+        state, node = next(
+            (state, node)
+            for state, node in crowded
+            if not any(node in _ancestors(state, {other}) for s, other in crowded if s is state)
+        )
+        around = {node, *state.successors(node)}
+        alone = _split_off(state, around | _ancestors(state, around))
+        others = set(alone.nodes()) - {node, *alone.predecessors(node), *alone.successors(node)}
+        others |= _ancestors(alone, others)
+        if others:
+            _split_off(alone, others)
+        if not _alone(alone, node):
+            raise ValueError(f"cannot give {node} a state of its own")
+
+
+def _alone(state: dace.SDFGState, node: Any) -> bool:
+    return state.number_of_nodes() == 1 + len({*state.predecessors(node), *state.successors(node)})
+
+
+def _ancestors(state: dace.SDFGState, nodes: set[Any]) -> set[Any]:
+    found: set[Any] = set()
+    todo = [p for n in nodes for p in state.predecessors(n)]
+    while todo:
+        n = todo.pop()
+        if n not in found:
+            found.add(n)
+            todo.extend(state.predecessors(n))
+    return found
+
+
+def _split_off(state: dace.SDFGState, moved: set[Any]) -> dace.SDFGState:
+    """Move ``moved`` (closed under predecessors) to a new state before ``state``, which it
+    returns. An edge between the two ends at an access node of one of them: data read after
+    the split is read again from its container; data written before it, written there."""
+    edges = list(state.edges())
+    crossing = [e for e in edges if e.src in moved and e.dst not in moved]
+    if any(
+        not isinstance(e.src, dace.nodes.AccessNode)
+        for e in crossing
+        if not isinstance(e.dst, dace.nodes.AccessNode)
+    ):
+        raise ValueError(
+            f"{state.label}: no state boundary between {crossing[0].src} and {crossing[0].dst}"
+        )
+    before = state.parent_graph.add_state_before(state, f"{state.label}_before")
+    for n in [n for n in state.nodes() if n in moved]:  # in order: the step's hash sees it
+        state.remove_node(n)
+        before.add_node(n)
+    copies: dict[Any, Any] = {}
+    for e in edges:
+        if e.src in moved and e.dst in moved:
+            before.add_edge(e.src, e.src_conn, e.dst, e.dst_conn, e.data)
+        elif e.src in moved and isinstance(e.src, dace.nodes.AccessNode):  # read after
+            if e.src not in copies:
+                copies[e.src] = state.add_access(e.src.data)
+            state.add_edge(copies[e.src], e.src_conn, e.dst, e.dst_conn, e.data)
+        elif e.src in moved:  # written before
+            if e.dst not in copies:
+                copies[e.dst] = before.add_access(e.dst.data)
+            before.add_edge(e.src, e.src_conn, copies[e.dst], e.dst_conn, e.data)
+            if state.degree(e.dst) == 0:  # written before, not read after
+                state.remove_node(e.dst)
+    return before

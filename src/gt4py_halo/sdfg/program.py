@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import json
 import logging
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +37,7 @@ from gt4py_halo.build_once import build_on_root
 from gt4py_halo.errors import ProgramError, RanksDisagreeError
 from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
 from gt4py_halo.sdfg.fusion import FusionReport, fuse_exchange_maps
+from gt4py_halo.sdfg.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.sdfg.host_staging import HOST_TASKLET_SUFFIXES
 from gt4py_halo.sdfg.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.sdfg.message_buffers import attach_message_buffers
@@ -200,23 +203,17 @@ class Program:
         names = self._comm.allgather(sdfg.name)
         if len(set(names)) == 1:
             return
-        outlines = self._comm.allgather(_outline(self._parse(values, layouts)))
-        first = next(
-            (
-                n
-                for n in range(max(map(len, outlines)))
-                if len({tuple(o[n : n + 1]) for o in outlines}) > 1
-            ),
-            None,
-        )
-        where = (
-            "\n".join(
-                f"  rank {r}: {o[first] if first < len(o) else '(nothing)'}"
-                for r, o in enumerate(outlines)
+        where = _first_difference(self._comm.allgather(_outline(self._parse(values, layouts))))
+        if where is None:
+            json_lines = [
+                line
+                for line in json.dumps(sdfg.to_json(), indent=1, default=str).splitlines()
+                if not re.search(r'"(guid|hash|name)":', line)  # differ by design
+            ]
+            where = (
+                "  (same exchanges and stencils in the same order; in the lowered SDFG's JSON)\n"
+                + (_first_difference(self._comm.allgather(json_lines)) or "  (none found)")
             )
-            if first is not None
-            else "  (same exchanges and stencils in the same order; they differ inside)"
-        )
         raise RanksDisagreeError(
             f"{self.__name__}: ranks lowered different SDFGs; a step must be the same program on "
             f"every rank, with the same exchanges in the same order. First difference:\n{where}"
@@ -257,6 +254,7 @@ class Program:
         report.producers = prepacked
         if self._device == "gpu":
             transform_for_gpu(sdfg)
+        sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{sdfg.hash_sdfg()[:16]}"
         return sdfg, report
 
@@ -321,6 +319,8 @@ def transform_for_gpu(sdfg: dace.SDFG) -> None:
     stay host code, as do the communicator and neighbour ranks they read and the pinned host
     mirrors of the message buffers.
     """
+    isolate_nested_sdfgs(sdfg)  # expansions sharing a state with a stencil: inlined below
+    sdfg.simplify()
     host_tasklets = [
         n.label
         for n, _ in sdfg.all_nodes_recursive()
@@ -417,6 +417,24 @@ def _outline(sdfg: dace.SDFG) -> list[str]:
         elif isinstance(node, (dace.nodes.MapEntry, dace.nodes.LibraryNode)):
             found.append(f"{type(node).__name__} {node.label}")
     return found
+
+
+def _first_difference(per_rank: list[list[str]]) -> str | None:
+    """Each rank's entry at the first position where the ranks' lists differ; None if equal."""
+    first = next(
+        (
+            n
+            for n in range(max(map(len, per_rank)))
+            if len({tuple(o[n : n + 1]) for o in per_rank}) > 1
+        ),
+        None,
+    )
+    if first is None:
+        return None
+    return "\n".join(
+        f"  rank {r}: {o[first].strip() if first < len(o) else '(nothing)'}"
+        for r, o in enumerate(per_rank)
+    )
 
 
 def _plain(value: Any) -> Any:
