@@ -34,6 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 import gt4py_halo as gh
+from gt4py_halo.sdfg.program import codegen_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runtime_exchange import fmt_time, interleaved_samples
@@ -112,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     for x, y in zip(first, second):
         assert cupy.array_equal(x, y), "compiled and Python steps differ"
 
-    code = compiled.to_sdfg(*first).generate_code()
+    with codegen_config("gpu"):  # as the step's build generates it
+        code = compiled.to_sdfg(*first).generate_code()
     host = next(c.clean_code for c in code if c.language == "cpp" and "__program_" in c.clean_code)
     syncs = len(SYNCS.findall(host))
 

@@ -66,8 +66,11 @@ for n in 1 2; do
 done
 }
 if [ -f benchmarks/gpu_step.py ]; then
-  timeout 240 mpirun -n 2 python -m mpi4py benchmarks/gpu_step.py 2>&1 | tee "$OUT/benchmark.txt"
-  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  for n in 1 2; do
+    timeout 240 mpirun -n $n python -m mpi4py benchmarks/gpu_step.py 2>&1 | grep -v "Warning\|warnings.warn" |
+      tee -a "$OUT/benchmark.txt"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  done
 fi
 echo "gpu-check status: $status" | tee -a "$OUT/env.txt"
 exit $status
