@@ -182,6 +182,26 @@ def padded(a: np.ndarray) -> np.ndarray:
     return view
 
 
+def test_strides_that_coincide_on_some_ranks_only(comm) -> None:
+    """A second call whose two fields' strides coincide on even ranks only (one padded on odd
+    ranks) runs on every rank: strides are no part of a build's key, which would send the odd
+    ranks alone into a collective build (a hang)."""
+    d = gh.CartesianDecomposition((23, 19), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def exchange_both(a, b):
+        ex.exchange(a, b)
+
+    for pad_odd_ranks in (False, True):
+        fields = [filled_local(d, (), np.float64), filled_local(d, (), np.float64)]
+        if pad_odd_ranks and comm.rank % 2:
+            fields[1] = padded(fields[1])
+        exchange_both(*fields)
+        for field in fields:
+            np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
 @pytest.mark.parametrize("min_bytes", [1, None], ids=["in-place", "packed"])
 def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
     """Boxes that are contiguous runs go field to field as MPI messages of their own

@@ -124,7 +124,7 @@ class Program:
 
     def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any], list]:
         """The compiled step for arguments like ``values``, its arguments fixed per build,
-        and the layout symbols it was built with (``_agreed_layouts``).
+        and the layout symbols it was built with (``_layout_symbols``).
 
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
@@ -145,7 +145,8 @@ class Program:
                 warnings.simplefilter("ignore", UserWarning)
                 compiled = load_precompiled_sdfg(folder)
         else:
-            layouts = self._agreed_layouts(values, local)
+            layouts = local
+            self._check_layouts_agree(values, layouts)
             sdfg, _ = self._lower(values, layouts)
             self._check_programs_agree(sdfg, values, layouts)
             with codegen_config(self._device):
@@ -162,41 +163,25 @@ class Program:
         self._builds[instance] = (compiled, fixed, layouts)
         return self._builds[instance]
 
-    def _agreed_layouts(self, values: list[Any], local: list) -> list:
-        """Collectively: the layout symbols every rank builds the step with.
+    def _check_layouts_agree(self, values: list[Any], layouts: list) -> None:
+        """Collectively: every rank builds the step with the same layout symbols.
 
         Ranks must pass arguments of the same types, unit strides and shape sharing (else a
-        ``RanksDisagreeError`` on every rank names the arguments). Strides are shared where
-        they are on every rank: GT4Py pads some blocks and not others, so fields whose strides
-        coincide on one rank may differ on another.
+        ``RanksDisagreeError`` on every rank names the arguments).
         """
         names = self._dace_program.argnames
-        mine = _argument_layouts(names, values, local)
-        everyone = self._comm.allgather((mine, local))
-        differing = [i for i in range(len(mine)) if len({e[0][i] for e in everyone}) > 1]
+        mine = _argument_layouts(names, values, layouts)
+        everyone = self._comm.allgather(mine)
+        differing = [i for i in range(len(mine)) if len({e[i] for e in everyone}) > 1]
         if differing:
             lines = [
-                f"  {names[i]}: "
-                + "; ".join(f"rank {r}: {e[0][i]}" for r, e in enumerate(everyone))
+                f"  {names[i]}: " + "; ".join(f"rank {r}: {e[i]}" for r, e in enumerate(everyone))
                 for i in differing
             ]
             raise RanksDisagreeError(
                 f"{self.__name__}: ranks call the step with arguments that differ in type or "
                 "layout, so one compiled step cannot serve them all:\n" + "\n".join(lines)
             )
-        groups: dict[tuple, int] = {}
-        agreed = []
-        for i, layout in enumerate(local):
-            if layout is None:
-                agreed.append(None)
-                continue
-            everywhere = tuple(e[1][i][1] for e in everyone)
-            t = groups.setdefault(everywhere, len(groups))
-            strides = tuple(
-                None if n is None else f"__strides{t}_{k}" for k, n in enumerate(layout[1])
-            )
-            agreed.append((layout[0], strides))
-        return agreed
 
     def _check_programs_agree(self, sdfg: dace.SDFG, values: list[Any], layouts: list) -> None:
         """Collectively: every rank lowered the same SDFG; if not, say where they differ."""
@@ -392,8 +377,8 @@ def lower_halo_exchanges(
 
 
 def _argument_layouts(names: list[str], values: list[Any], layouts: list) -> list[str]:
-    """Per argument, what its symbolic descriptor depends on (of its ``_layout_symbols``
-    ``layouts``, stride sharing aside), in words."""
+    """Per argument, what its symbolic descriptor depends on (its ``_layout_symbols``
+    ``layouts``), in words."""
     described = []
     for value, layout in zip(values, layouts):
         if layout is None:
@@ -492,31 +477,31 @@ def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple] | None]:
     """Per argument (``None`` for non-arrays): the names of its size symbols and of its
     stride symbols.
 
-    Arrays of equal shape (strides) share size (stride) symbols. One SDFG still serves every
-    rank and block size, and DaCe can prove that maps over such fields have the same ranges:
-    map fusion needs that (the pack maps of one exchange's fields, stencils over several
-    fields). A unit stride is no symbol but the constant 1 (name ``None``): the C compiler
-    then sees contiguous inner loops and vectorizes the copies (a symbolic unit stride made
-    the compiled exchange of 10 fields of 70x134x80 twice as slow as the runtime one). Other
-    strides stay symbols even where a rank's array is dense: GT4Py pads some blocks and not
-    others, and the code must be the same on every rank (exchanges test density at run time,
-    ``sdfg/in_place.py``). Which arguments share and which strides are 1 is part of a
-    build's key: a call that breaks the pattern builds anew.
+    Arrays of equal shape share size symbols. One SDFG still serves every rank and block
+    size, and DaCe can prove that maps over such fields have the same ranges: map fusion needs
+    that (the pack maps of one exchange's fields, stencils over several fields). A unit stride
+    is no symbol but the constant 1 (name ``None``): the C compiler then sees contiguous inner
+    loops and vectorizes the copies (a symbolic unit stride made the compiled exchange of 10
+    fields of 70x134x80 twice as slow as the runtime one). Other strides are symbols of each
+    argument's own, even where a rank's array is dense or two arrays' strides coincide: GT4Py
+    pads some blocks and not others, so neither is the same on every rank, and the code must
+    be (exchanges test density at run time, ``sdfg/in_place.py``). Which arguments share
+    shapes and which strides are 1 is part of a build's key: a call that breaks the pattern
+    builds anew, on every rank (the pattern is the same on every rank: a new build is
+    collective).
     """
     shapes: dict[tuple, int] = {}
-    strides: dict[tuple, int] = {}
     layouts = []
-    for value in values:
+    for i, value in enumerate(values):
         if not _is_array(value):
             layouts.append(None)
             continue
         g = shapes.setdefault(tuple(value.shape), len(shapes))
-        t = strides.setdefault(_element_strides(value), len(strides))
         layouts.append(
             (
                 tuple(f"__shape{g}_{k}" for k in range(value.ndim)),
                 tuple(
-                    None if n == 1 else f"__strides{t}_{k}"
+                    None if n == 1 else f"__strides{i}_{k}"
                     for k, n in enumerate(_element_strides(value))
                 ),
             )
