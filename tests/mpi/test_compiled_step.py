@@ -25,6 +25,8 @@ import gt4py_halo as gh
 from gt4py_halo.sdfg.fusion import copy_map_key
 from gt4py_halo.sdfg.nodes import HaloExchange
 
+EDGE, K = gtx.Dimension("Edge"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
+
 ARENA_COPY = re.compile(r"_(pack|unpack)_\d+_all")
 # Uneven blocks along axis 0 on 2, 3 and 4 ranks, sized so that GT4Py's default fields (axis 0
 # contiguous, padded to a multiple of 8 elements) are padded on some ranks and not on others:
@@ -464,35 +466,41 @@ def test_compiled_step_on_the_gpu_equals_the_cpu(comm, make_step) -> None:
 def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None:
     """A mesh scattered by random partitions, halos in shuffled order, two dims in one step,
     one of them split around the other; with either transport, whose calls the generated
-    code holds."""
+    code holds. One field is GT4Py's default (Edge, K) field (axis 0 contiguous, padded to a
+    multiple of 8 entries: its outer stride is no rank's edge count here), in one exchange
+    with dense C-ordered fields."""
     from test_unstructured_exchange import local_field, random_mesh, values
 
     d = gh.UnstructuredDecomposition(random_mesh(comm, seed=13))
     ex = gh.make_exchange(d, backend=backend)
 
     @gh.program(comm=comm)
-    def exchange_cells_and_edges(c, e, e2):
-        h = ex.start(e, e2, dim="edge")
+    def exchange_cells_and_edges(c, e, e2, e3):
+        h = ex.start(e, e2, e3, dim="edge")
         ex.exchange(c, dim="cell")
         h.finish()
 
     specs = {"c": ("cell", (4,), np.float32, "F"), "e": ("edge", (), np.float64, "C")}
     specs["e2"] = ("edge", (2,), np.int64, "C")
-    lowered = exchange_cells_and_edges.to_sdfg(
-        *(local_field(d, dim, lv, dt, order) for dim, lv, dt, order in specs.values())
-    )
+    specs["e3"] = ("edge", (3,), np.float64, "gt4py")
+
+    def field(dim, levels, dtype, order):
+        if order == "gt4py":
+            return gtx.as_field([EDGE, K], local_field(d, dim, levels, dtype))
+        return local_field(d, dim, levels, dtype, order)
+
+    lowered = exchange_cells_and_edges.to_sdfg(*(field(*spec) for spec in specs.values()))
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n, _ in lowered.all_nodes_recursive())
     code = lowered.generate_code()[0].clean_code
     assert ("MPI_Startall(" in code) == (backend == "mpi")
     assert (code.count("gt4py_halo::GhexUnstructured(") == 2) == (backend == "ghex")
     for _ in range(2):  # the second call reuses the persistent requests (GHEX: patterns)
-        fields = {
-            k: local_field(d, dim, lv, dt, order) for k, (dim, lv, dt, order) in specs.items()
-        }
+        fields = {k: field(*spec) for k, spec in specs.items()}
         exchange_cells_and_edges(*fields.values())
         for key, (dim, levels, dtype, _) in specs.items():
             expected = values(np.concatenate([d.owned_gids[dim], d.halo_gids[dim]]), levels, dtype)
-            np.testing.assert_array_equal(fields[key], expected)
+            got = fields[key].asnumpy() if key == "e3" else fields[key]
+            np.testing.assert_array_equal(got, expected)
 
 
 def test_compiled_unstructured_exchange_on_the_gpu(comm) -> None:
