@@ -144,6 +144,55 @@ def test_gid_both_owned_and_halo(comm):
         gh.UnstructuredDecomposition({"cell": (owned, owned[:1])})
 
 
+@pytest.mark.parametrize(
+    "name,mine,theirs",
+    [
+        ("global_shape", (12, 10), (12, 11)),
+        ("halo", 1, 2),
+        ("periodic", True, (True, False)),
+        ("proc_grid", None, "split"),
+    ],
+)
+def test_cartesian_decompositions_that_differ_between_ranks(comm, name, mine, theirs):
+    """One rank builds a different decomposition: an error on every rank naming what
+    differs, never a plan that silently mismatches its neighbours'."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    if theirs == "split":
+        theirs = (comm.size, 1)
+    kwargs = {"global_shape": (12, 10), "halo": 1, "periodic": True}
+    kwargs[name] = theirs if comm.rank == comm.size - 1 else mine
+    with pytest.raises(gh.RanksDisagreeError, match=rf"{name}: rank 0: .*rank {comm.size - 1}"):
+        gh.CartesianDecomposition(**kwargs)
+
+
+def test_numpy_integers_are_accepted(comm):
+    d = gh.CartesianDecomposition(
+        np.array([12, 10]),
+        halo=np.int64(1),
+        periodic=True,
+        proc_grid=(np.int32(comm.size), np.int64(1)),
+    )
+    assert d.global_shape == (12, 10) and d.proc_grid == (comm.size, 1)
+    with pytest.raises(gh.DecompositionError, match="global_shape must be a sequence of ints"):
+        gh.CartesianDecomposition((12.0, 10), halo=1)
+
+
+def test_backends_that_differ_between_ranks(comm):
+    """One rank asks for another transport: an error on every rank, not a hang in the
+    transports' collective setup."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    backend = "ghex" if comm.rank == comm.size - 1 else "mpi"
+    with pytest.raises(gh.RanksDisagreeError, match=r"(?s)make_exchange: .*backend: rank 0: 'mpi'"):
+        gh.make_exchange(d, backend=backend)
+    ex = gh.make_exchange(d, backend="mpi")  # nothing was left half set up
+    field = filled_local(d, (), np.float64)
+    ex.exchange(field)
+    np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
 def test_dims_that_differ_between_ranks(comm):
     if comm.size == 1:
         pytest.skip("needs at least two ranks")

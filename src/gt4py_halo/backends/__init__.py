@@ -13,6 +13,7 @@ import dataclasses
 import importlib
 from typing import Any
 
+from gt4py_halo.decomposition.collective import check_ranks_agree
 from gt4py_halo.errors import BackendError, BackendUnavailableError
 
 
@@ -36,13 +37,17 @@ AUTO_ORDER = ("ghex", "mpi")
 
 
 def make_transport(name: str, decomposition: Any) -> Any:
-    """Build the transport called ``name`` (or chosen by ``"auto"``) for ``decomposition``."""
+    """Build the transport called ``name`` (or chosen by ``"auto"``) for ``decomposition``.
+
+    Collective over the decomposition's communicator, like the transports' own setup: ranks
+    must ask for the same transport (else a ``RanksDisagreeError`` on every rank), and
+    ``"auto"`` picks the first of ``AUTO_ORDER`` installed on every rank.
+    """
+    comm = decomposition.comm
+    check_ranks_agree(comm, "make_exchange", backend=name)
     if isinstance(name, str) and name.lower() == "auto":
-        for candidate in AUTO_ORDER:
-            try:
-                return make_transport(candidate, decomposition)
-            except BackendUnavailableError:
-                continue
+        installed = comm.allgather([c for c in AUTO_ORDER if _installed(c)])
+        name = next(c for c in AUTO_ORDER if all(c in i for i in installed))
     if not isinstance(name, str) or name.lower() not in TRANSPORTS:
         raise BackendError(
             f"unknown halo-exchange backend {name!r}; known: "
@@ -51,6 +56,14 @@ def make_transport(name: str, decomposition: Any) -> Any:
     module_name, class_name = TRANSPORTS[name.lower()].runtime
     transport_class = getattr(importlib.import_module(module_name), class_name)
     return transport_class.for_decomposition(decomposition)
+
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.import_module(TRANSPORTS[name].runtime[0])
+    except BackendUnavailableError:
+        return False
+    return True
 
 
 def compiled_implementation(name: str, node_type: type, auto: bool = False) -> str:

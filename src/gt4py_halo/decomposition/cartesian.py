@@ -15,12 +15,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
+import operator
 from collections.abc import Sequence
 from typing import Any
 
 from mpi4py import MPI
 
-from gt4py_halo.decomposition.collective import private_communicator
+from gt4py_halo.decomposition.collective import (
+    check_ranks_agree,
+    private_communicator,
+    raise_on_all_ranks,
+)
 from gt4py_halo.decomposition.plan import (
     NO_RANK,
     Box,
@@ -51,13 +57,27 @@ class CartesianDecomposition:
         proc_grid: Sequence[int] | None = None,
         comm: MPI.Comm | None = None,
     ) -> None:
-        self.global_shape = _positive_shape(global_shape)
-        ndim = len(self.global_shape)
-        self.halo = _normalize_halo(halo, ndim)
-        self.periodic = _normalize_periodic(periodic, ndim)
         self.comm = private_communicator(comm)
+        problem = None
+        try:
+            self.global_shape = _positive_shape(global_shape)
+            ndim = len(self.global_shape)
+            self.halo = _normalize_halo(halo, ndim)
+            self.periodic = _normalize_periodic(periodic, ndim)
+            grid = None if proc_grid is None else _integers("proc_grid", proc_grid)
+        except DecompositionError as error:
+            problem = str(error)
+        raise_on_all_ranks(self.comm, problem)  # before anything else collective
+        check_ranks_agree(
+            self.comm,
+            "CartesianDecomposition",
+            global_shape=self.global_shape,
+            halo=self.halo,
+            periodic=self.periodic,
+            proc_grid=grid,
+        )
         self.rank = self.comm.Get_rank()
-        self.proc_grid = _choose_proc_grid(self.comm.Get_size(), self.halo, proc_grid)
+        self.proc_grid = _choose_proc_grid(self.comm.Get_size(), self.halo, grid)
         _check_blocks_fit_halo(self.global_shape, self.proc_grid, self.halo, self.periodic)
         self.coords = _rank_coords(self.rank, self.proc_grid)
         bounds = [
@@ -189,27 +209,35 @@ def direction_box(
     return bounds
 
 
+def _integers(name: str, values: Any) -> tuple[int, ...]:
+    """``values`` as Python ints: any integral (NumPy's too), nothing that would be rounded."""
+    try:
+        return tuple(operator.index(n) for n in values)
+    except TypeError:
+        raise DecompositionError(f"{name} must be a sequence of ints, got {values!r}") from None
+
+
 def _positive_shape(global_shape: Sequence[int]) -> tuple[int, ...]:
-    shape = tuple(global_shape)
-    if not 1 <= len(shape) <= 3 or not all(isinstance(n, int) and n > 0 for n in shape):
+    shape = _integers("global_shape", global_shape)
+    if not 1 <= len(shape) <= 3 or not all(n > 0 for n in shape):
         raise DecompositionError(f"global_shape must be 1 to 3 positive ints, got {global_shape!r}")
     return shape
 
 
 def _normalize_halo(halo: HaloSpec, ndim: int) -> tuple[tuple[int, int], ...]:
     def width(h: object) -> int:
-        if not isinstance(h, int) or isinstance(h, bool) or h < 0:
+        if not isinstance(h, numbers.Integral) or isinstance(h, bool) or h < 0:
             raise DecompositionError(f"halo widths must be non-negative ints, got {halo!r}")
-        return h
+        return int(h)
 
-    if isinstance(halo, int):
+    if isinstance(halo, numbers.Integral):
         return ((width(halo), width(halo)),) * ndim
     halo = tuple(halo)
     if len(halo) != ndim:
         raise DecompositionError(f"halo {halo!r} has {len(halo)} entries for {ndim} dimensions")
     sides = []
     for h in halo:
-        if isinstance(h, int):
+        if isinstance(h, numbers.Integral):
             sides.append((width(h), width(h)))
         elif len(tuple(h)) == 2:
             lo, hi = h

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from mpi4py import MPI
 
-from gt4py_halo.errors import DecompositionError
+from gt4py_halo.errors import DecompositionError, RanksDisagreeError
 
 
 def private_communicator(comm: MPI.Comm | None) -> MPI.Comm:
@@ -35,6 +35,21 @@ def raise_on_all_ranks(comm: MPI.Comm, problem: str | None) -> None:
         shown = "; ".join(f"rank {rank}: {p}" for rank, p in found[:4])
         more = f" (and {len(found) - 4} more ranks)" if len(found) > 4 else ""
         raise DecompositionError(shown + more)
+
+
+def check_ranks_agree(comm: MPI.Comm, who: str, **values: object) -> None:
+    """Collectively: raise ``RanksDisagreeError`` on every rank, naming each value that
+    differs and what every rank has, unless all ranks passed equal ``values``."""
+    everyone = comm.allgather(values)
+    differing = [k for k in values if len({repr(v[k]) for v in everyone}) > 1]
+    if differing:
+        lines = [
+            f"  {k}: "
+            + "; ".join(f"rank {r}: {v[k]!r}" for r, v in enumerate(everyone[:8]))
+            + (f" (and {len(everyone) - 8} more ranks)" if len(everyone) > 8 else "")
+            for k in differing
+        ]
+        raise RanksDisagreeError(f"{who}: ranks disagree on\n" + "\n".join(lines))
 
 
 def alltoallv(comm: MPI.Comm, parts: Sequence[np.ndarray]) -> list[np.ndarray]:
