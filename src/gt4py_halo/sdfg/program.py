@@ -209,9 +209,20 @@ class Program:
             _symbolic_descriptor(v, layout, self._device) for v, layout in zip(values, layouts)
         ]
         try:
-            sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)
+            with warnings.catch_warnings():  # what DaCe would drop or leave to Python
+                for message in UNCOMPILABLE:
+                    warnings.filterwarnings("error", message=message, category=UserWarning)
+                sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)
         except DaceSyntaxError as error:  # ours (split phase) or the step's own Python
             raise ProgramError(f"{self.__name__}: {error}") from error
+        except UserWarning as warning:
+            raise ProgramError(
+                f"{self.__name__}: cannot be compiled as written: {warning} (a `raise` would be "
+                "dropped and the rest run; a function DaCe cannot parse would run as a Python "
+                "callback inside the step, its exceptions lost). Check conditions in Python "
+                "before calling the step, and call only GT4Py programs, exchanges and code DaCe "
+                "compiles inside it"
+            ) from None
         check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
         sdfg.simplify()
         return sdfg
@@ -242,6 +253,14 @@ class Program:
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{sdfg.hash_sdfg()[:16]}"
         return sdfg, report
+
+
+#: DaCe's warnings for what it does not compile: a ``raise`` (``preprocessing.visit_Raise``)
+#: and a call it cannot parse, left to the Python interpreter as a callback.
+UNCOMPILABLE = (
+    r"Runtime exception at line \d+ is not supported",
+    r"Performance warning: Automatically creating callback to Python interpreter",
+)
 
 
 def program(

@@ -1,0 +1,69 @@
+"""What DaCe cannot compile in a step is a ``gh.ProgramError`` when the step is built, never
+a warning: DaCe drops a ``raise`` and runs the rest, and runs a function it cannot parse as a
+Python callback inside the compiled step (exceptions lost, Python between the kernels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import gt4py_halo as gh
+
+d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True, comm=MPI.COMM_SELF)
+ex = gh.make_exchange(d, backend="mpi")
+
+
+@gh.program(comm=MPI.COMM_SELF)
+def raising(a):
+    if a.shape[0] > 3:
+        raise ValueError("too large")
+    ex.exchange(a)
+
+
+def check(a):
+    if a.shape[0] > 3:
+        raise ValueError("too large")
+
+
+@gh.program(comm=MPI.COMM_SELF)
+def calling_a_raising_helper(a):
+    check(a)
+    ex.exchange(a)
+
+
+@gh.program(comm=MPI.COMM_SELF)
+def printing(a):
+    ex.exchange(a)
+    print(f"exchanged {a.shape}")
+
+
+def double(a):
+    a[1:-1, 1:-1] *= 2.0
+
+
+@gh.program(comm=MPI.COMM_SELF)
+def calling_a_helper(a):
+    double(a)
+    ex.exchange(a)
+
+
+def test_a_raise_is_an_error() -> None:
+    with pytest.raises(gh.ProgramError, match=r"raising: .*Runtime exception at line \d+"):
+        raising(np.zeros(d.allocated_shape))
+
+
+def test_a_helper_dace_cannot_parse_is_an_error() -> None:
+    with pytest.raises(gh.ProgramError, match="calling_a_raising_helper: .*callback.*check"):
+        calling_a_raising_helper(np.zeros(d.allocated_shape))
+
+
+def test_python_side_effects_are_an_error() -> None:
+    with pytest.raises(gh.ProgramError, match="printing: .*callback.*print"):
+        printing(np.zeros(d.allocated_shape))
+
+
+def test_helpers_dace_compiles_still_build() -> None:
+    a = np.ones(d.allocated_shape)
+    calling_a_helper(a)
+    assert (a == 2.0).all()  # every cell: owned ones doubled, the halo from periodic owners
