@@ -220,3 +220,69 @@ def test_read_only_after_an_exchange_is_still_caught(cartesian):
     field.flags.writeable = False
     with pytest.raises(gh.FieldError, match="read-only"):
         ex.exchange(field)
+
+
+def wrong_blocks(d):
+    """Blocks the runtime exchange refuses: owned cells only, transposed, one row too many."""
+    owned_only = d.owned_shape
+    transposed = d.allocated_shape[::-1]
+    oversized = (d.allocated_shape[0] + 1, *d.allocated_shape[1:])
+    return {"owned-only": owned_only, "transposed": transposed, "oversized": oversized}
+
+
+@pytest.mark.parametrize("which", ["owned-only", "transposed", "oversized"])
+def test_compiled_step_refuses_blocks_the_runtime_refuses(comm, which):
+    """On every rank, at the first call and at a later one, before anything is posted (an
+    owned-only block would have had the outer ring of its owned cells overwritten)."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step(a, b):
+        ex.exchange(a)
+        b[:] = a
+
+    shape = wrong_blocks(d)[which]
+    a, b = np.ones(shape), np.zeros(shape)
+    with pytest.raises(gh.FieldError, match=r"step: rank 0: field a has shape"):
+        step(a, b)
+    assert (a == 1).all()
+    good = filled_local(d, (), np.float64)
+    step(good, np.zeros(d.allocated_shape))  # builds
+    np.testing.assert_array_equal(good, expected_local(d, (), np.float64))
+    with pytest.raises(gh.FieldError, match=r"field a has shape"):
+        step(a, b)  # a new instance of the same build
+    assert (a == 1).all()
+
+
+def test_compiled_step_with_a_wrong_field_on_one_rank(comm):
+    """A first call with a wrongly shaped field on the last rank only: an error on every
+    rank naming that rank, not wrong halos on its neighbours."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def exchange_one(a):
+        ex.exchange(a)
+
+    shape = d.owned_shape if comm.rank == comm.size - 1 else d.allocated_shape
+    with pytest.raises(gh.FieldError, match=rf"rank {comm.size - 1}: field a has shape"):
+        exchange_one(np.zeros(shape))
+
+
+@pytest.mark.parametrize("extra", [-1, 1])
+def test_compiled_unstructured_field_of_the_wrong_length(comm, extra):
+    """Shorter (the exchange would write past its end) or longer than the dim's local size."""
+    from test_unstructured_exchange import local_field, random_mesh
+
+    d = gh.UnstructuredDecomposition(random_mesh(comm, seed=5))
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def exchange_cells(c):
+        ex.exchange(c, dim="cell")
+
+    good = local_field(d, "cell", (2,), np.float64)
+    wrong = np.zeros((good.shape[0] + extra, 2))
+    with pytest.raises(gh.FieldError, match=r"field c has shape"):
+        exchange_cells(wrong)

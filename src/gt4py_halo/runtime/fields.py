@@ -32,8 +32,9 @@ def as_array(field: Any, position: int) -> Any:
     )
 
 
-def field_spec(plan: ExchangePlan, array: Any, position: int) -> FieldSpec:
-    """Check ``array`` against ``plan`` and say what its messages carry."""
+def field_spec(plan: ExchangePlan, array: Any, position: int | str) -> FieldSpec:
+    """Check ``array`` (named by its ``position`` in the call, or its argument name) against
+    ``plan`` and say what its messages carry."""
     ndim = len(plan.local_shape)
     shape = tuple(array.shape)
     if shape[:ndim] != plan.local_shape:

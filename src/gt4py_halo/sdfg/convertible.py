@@ -14,6 +14,7 @@ decomposition's, so its messages never meet those of the runtime exchange.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import dace
@@ -34,6 +35,10 @@ CLOSURE_PREFIX = "__halo_"
 MAX_FIELDS = 32
 
 _last_serial = -1
+
+#: The plan of each exchange node made here, by the node's ``uid``: what ``gh.program`` checks
+#: the step's arguments against (the decomposition keeps the plan alive).
+PLANS: weakref.WeakValueDictionary[str, ExchangePlan] = weakref.WeakValueDictionary()
 
 
 class PlanArray(np.ndarray):
@@ -199,6 +204,7 @@ def exchange_sdfg(
         )
         plan_arrays = {f"_{w}": w for w in reads}
     node.uid = f"{data.prefix.removeprefix('__')}{node.tag_base}"
+    PLANS[node.uid] = plan
     node.implementation = implementation
     sdfg = dace.SDFG(f"{phase}_{plan.name}_{node.uid}")
     state = sdfg.add_state(phase)

@@ -34,8 +34,10 @@ from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
 from gt4py_halo.build_once import build_on_root
-from gt4py_halo.errors import ProgramError, RanksDisagreeError
-from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX
+from gt4py_halo.decomposition.plan import ExchangePlan
+from gt4py_halo.errors import FieldError, ProgramError, RanksDisagreeError
+from gt4py_halo.runtime.fields import field_spec
+from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX, PLANS
 from gt4py_halo.sdfg.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.sdfg.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.sdfg.host_staging import HOST_TASKLET_SUFFIXES
@@ -139,15 +141,28 @@ class Program:
         instance = (key, tuple(getattr(v, "shape", None) for v in values))
         if instance in self._builds:
             return self._builds[instance]
+        layouts = local  # the same on every rank: checked at each build
         if key in self._binaries:
-            folder, layouts = self._binaries[key]
+            folder = self._binaries[key]
+            _, _, exchanged = self._lower(values, layouts)
+            _check_exchanged(self._dace_program.argnames, values, exchanged)
             with warnings.catch_warnings():  # DaCe loads a copy of a loaded library, and says so
                 warnings.simplefilter("ignore", UserWarning)
                 compiled = load_precompiled_sdfg(folder)
         else:
-            layouts = local
             self._check_layouts_agree(values, layouts)
-            sdfg, _ = self._lower(values, layouts)
+            sdfg, _, exchanged = self._lower(values, layouts)
+            problem = None
+            try:
+                _check_exchanged(self._dace_program.argnames, values, exchanged)
+            except FieldError as error:
+                problem = str(error)
+            problems = self._comm.allgather(problem)  # a first call: raised on every rank
+            if any(problems):
+                raise FieldError(
+                    f"{self.__name__}: "
+                    + "; ".join(f"rank {r}: {p}" for r, p in enumerate(problems) if p)
+                )
             self._check_programs_agree(sdfg, values, layouts)
             with codegen_config(self._device):
                 compiled = build_on_root(
@@ -156,7 +171,7 @@ class Program:
                     share=lambda _: sdfg.build_folder,
                     load=load_precompiled_sdfg,
                 )
-            self._binaries[key] = (self._comm.bcast(sdfg.build_folder), layouts)
+            self._binaries[key] = self._comm.bcast(sdfg.build_folder)
         fixed = dict(self._dace_program.__sdfg_closure__())
         for value in list(fixed.values()):
             fixed.update(_closure_symbols(value))
@@ -227,17 +242,22 @@ class Program:
         sdfg.simplify()
         return sdfg
 
-    def _lower(self, values: list[Any], layouts: list) -> tuple[dace.SDFG, FusionReport]:
-        """The lowered SDFG for arguments like ``values`` with ``layouts``, and what was
-        fused; lowered once per build key (the step's build, ``to_sdfg`` and
-        ``fusion_report`` share it)."""
+    def _lower(
+        self, values: list[Any], layouts: list
+    ) -> tuple[dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]]]:
+        """The lowered SDFG for arguments like ``values`` with ``layouts``, what was fused,
+        and which arguments its exchanges exchange whole, with their plans; lowered once per
+        build key (the step's build, ``to_sdfg`` and ``fusion_report`` share it)."""
         key = _build_key(values, layouts)
         if key not in self._lowered:
             self._lowered[key] = self._lower_anew(values, layouts)
         return self._lowered[key]
 
-    def _lower_anew(self, values: list[Any], layouts: list) -> tuple[dace.SDFG, FusionReport]:
+    def _lower_anew(
+        self, values: list[Any], layouts: list
+    ) -> tuple[dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]]]:
         sdfg = self._parse(values, layouts)
+        exchanged = _exchanged_arguments(sdfg, self._dace_program.argnames)
         prepacked = lower_halo_exchanges(
             sdfg,
             self._device == "cpu",
@@ -252,7 +272,7 @@ class Program:
             transform_for_gpu(sdfg)
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{sdfg.hash_sdfg()[:16]}"
-        return sdfg, report
+        return sdfg, report, exchanged
 
 
 #: DaCe's warnings for what it does not compile: a ``raise`` (``preprocessing.visit_Raise``)
@@ -421,6 +441,29 @@ def _outline(sdfg: dace.SDFG) -> list[str]:
         elif isinstance(node, (dace.nodes.MapEntry, dace.nodes.LibraryNode)):
             found.append(f"{type(node).__name__} {node.label}")
     return found
+
+
+def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[tuple[int, ExchangePlan]]:
+    """The step's arguments that its exchanges exchange whole (by position), with each
+    exchange's plan: the arguments every call is checked against (``_check_exchanged``)."""
+    found = []
+    for state in sdfg.states():
+        for node in state.nodes():
+            if not isinstance(node, EXCHANGE_NODES):
+                continue
+            for edge in state.in_edges(node):
+                name = edge.data.data
+                whole = dace.subsets.Range.from_array(sdfg.arrays[name]) == edge.data.subset
+                if edge.dst_conn.startswith("_f") and name in names and whole:
+                    found.append((names.index(name), PLANS[node.uid]))
+    return found
+
+
+def _check_exchanged(names: list[str], values: list[Any], exchanged: list) -> None:
+    """What the runtime exchange checks of its fields, for the arguments a step exchanges: a
+    ``FieldError`` naming the argument, before anything is posted."""
+    for index, plan in exchanged:
+        field_spec(plan, values[index], names[index])
 
 
 def _first_difference(per_rank: list[list[str]]) -> str | None:
