@@ -166,6 +166,15 @@ def test_cartesian_decompositions_that_differ_between_ranks(comm, name, mine, th
         gh.CartesianDecomposition(**kwargs)
 
 
+def test_null_communicator_is_named():
+    from mpi4py import MPI
+
+    with pytest.raises(gh.DecompositionError, match="COMM_NULL"):
+        gh.CartesianDecomposition((12, 10), halo=1, comm=MPI.COMM_NULL)
+    with pytest.raises(gh.DecompositionError, match="COMM_NULL"):
+        gh.UnstructuredDecomposition({"cell": (np.arange(3), [])}, comm=MPI.COMM_NULL)
+
+
 def test_numpy_integers_are_accepted(comm):
     d = gh.CartesianDecomposition(
         np.array([12, 10]),

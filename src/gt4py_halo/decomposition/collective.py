@@ -22,6 +22,11 @@ def private_communicator(comm: MPI.Comm | None) -> MPI.Comm:
     """
     if comm is None:
         comm = MPI.COMM_WORLD
+    if comm == MPI.COMM_NULL:
+        raise DecompositionError(
+            "comm is MPI.COMM_NULL: this rank is not in the communicator; build the "
+            "decomposition on the ranks of the communicator only"
+        )
     if not isinstance(comm, MPI.Intracomm):
         raise DecompositionError(f"comm must be an mpi4py intracommunicator, got {comm!r}")
     return comm.Dup()
