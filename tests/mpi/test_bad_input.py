@@ -6,9 +6,12 @@ posted a message, it would be matched by the next exchange and corrupt it.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from halo_reference import expected_local, filled_local
+from mpi4py import MPI
 
 import gt4py_halo as gh
 
@@ -167,8 +170,6 @@ def test_cartesian_decompositions_that_differ_between_ranks(comm, name, mine, th
 
 
 def test_null_communicator_is_named():
-    from mpi4py import MPI
-
     with pytest.raises(gh.DecompositionError, match="COMM_NULL"):
         gh.CartesianDecomposition((12, 10), halo=1, comm=MPI.COMM_NULL)
     with pytest.raises(gh.DecompositionError, match="COMM_NULL"):
@@ -295,3 +296,27 @@ def test_compiled_unstructured_field_of_the_wrong_length(comm, extra):
     wrong = np.zeros((good.shape[0] + extra, 2))
     with pytest.raises(gh.FieldError, match=r"field c has shape"):
         exchange_cells(wrong)
+
+
+@pytest.mark.parametrize("theirs", [((), np.float32), ((2,), np.float64)], ids=["dtype", "levels"])
+def test_runtime_fields_that_differ_between_ranks(comm, theirs):
+    """The last rank exchanges a field of another dtype or level count: its messages differ
+    in size. A rank that receives a message of the wrong size (shorter, or longer: truncated
+    by MPI) raises instead of unpacking it, naming the senders. No rank writes a wrong halo,
+    none hangs."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True, proc_grid=(comm.size, 1))
+    ex = gh.make_exchange(d, backend="mpi")
+    levels, dtype = theirs if comm.rank == comm.size - 1 else ((), np.float64)
+    field = filled_local(d, levels, dtype)
+    before = field.copy()
+    try:
+        ex.exchange(field)
+    except gh.RanksDisagreeError as error:
+        assert re.search(r"rank \d+ sent .*bytes.* expected", str(error)), error
+        # nothing unpacked: the halo rows from the neighbours along axis 0 are as they were
+        np.testing.assert_array_equal(field[[0, -1]], before[[0, -1]])
+    else:  # no neighbour of the last rank: its halos are right
+        np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+    ex.exchange(filled_local(d, (), np.float64))  # the exchange still works for all

@@ -20,6 +20,7 @@ import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, Region
+from gt4py_halo.errors import RanksDisagreeError
 from gt4py_halo.runtime.identity_cache import IdentityCache
 from gt4py_halo.runtime.packing import MessageBuffer, self_copies
 
@@ -68,6 +69,7 @@ class MessageSet:
         self._recv_wires: list[_Wire] = []
         self._send_requests: list[MPI.Prequest] = []
         self._recv_requests: list[MPI.Prequest] = []
+        self._peers: list[int] = []  # whose message each receive is
         self._self_regions: list[tuple[Region, Region]] = []
         for neighbour in plan.neighbours:
             if neighbour.rank == plan.rank:
@@ -85,6 +87,8 @@ class MessageSet:
                 self._unpacks.append(recv)
                 self._recv_wires.append(wire)
                 self._recv_requests.append(comm.Recv_init(wire.memory, neighbour.rank, tag))
+                self._peers.append(neighbour.rank)
+        self._statuses = [MPI.Status() for _ in self._recv_requests]
         self._bound = IdentityCache(BOUND_FIELD_SETS)
 
     def _bind(self, arrays: Sequence[Any]) -> None:
@@ -117,12 +121,42 @@ class MessageSet:
         return MPI.Request.Testall(self._recv_requests + self._send_requests)
 
     def finish(self) -> None:
-        MPI.Request.Waitall(self._recv_requests)
-        for wire in self._recv_wires:
-            wire.from_wire()
-        for copy in self._unpack:
-            copy()
+        """Wait, then unpack; unless a message's size is not what this rank's fields need
+        (the ranks exchange fields of different dtypes or levels): then nothing is unpacked
+        and a ``RanksDisagreeError`` names the senders."""
+        try:
+            MPI.Request.Waitall(self._recv_requests, self._statuses)
+        except MPI.Exception:  # a longer message: MPI truncated it and says so in its status
+            for request, status in zip(self._recv_requests, self._statuses):
+                if status.Get_error() == MPI.ERR_PENDING:
+                    try:
+                        request.Wait(status)
+                        status.Set_error(MPI.SUCCESS)
+                    except MPI.Exception as error:
+                        status.Set_error(error.Get_error_code())
+        wrong = [
+            f"rank {peer} sent "
+            + (
+                "more bytes than"
+                if status.Get_error() != MPI.SUCCESS
+                else f"{status.Get_count(MPI.BYTE)} bytes,"
+            )
+            + f" {wire.memory.nbytes} expected"
+            for peer, status, wire in zip(self._peers, self._statuses, self._recv_wires)
+            if status.Get_error() != MPI.SUCCESS or status.Get_count(MPI.BYTE) != wire.memory.nbytes
+        ]
+        if not wrong:
+            for wire in self._recv_wires:
+                wire.from_wire()
+            for copy in self._unpack:
+                copy()
         MPI.Request.Waitall(self._send_requests)
+        if wrong:
+            raise RanksDisagreeError(
+                "halos not written: "
+                + "; ".join(wrong)
+                + ": the ranks exchange fields of different dtypes or levels in this call"
+            )
 
 
 class MpiTransport:
