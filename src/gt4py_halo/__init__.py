@@ -5,6 +5,8 @@ into exchange plans; ``make_exchange`` builds a runtime exchange over a transpor
 ``"ghex"``) that moves exactly what the plan says.
 """
 
+__version__ = "0.1.0"
+
 from gt4py_halo.gt4py_support import use_compile_threads
 
 # before any GT4Py compilation: under mpirun, gt4py's default spawn pool cannot start

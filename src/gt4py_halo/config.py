@@ -17,16 +17,22 @@ DEFAULT_BACKEND = "mpi"
 
 
 def configured_backend(explicit: str | None = None) -> str:
-    """The backend name to use, with the place it came from in error messages."""
+    """The backend name to use."""
+    return backend_and_source(explicit)[0]
+
+
+def backend_and_source(explicit: str | None = None) -> tuple[str, str]:
+    """The backend name to use, and where it came from (for messages and
+    ``python -m gt4py_halo``)."""
     if explicit is not None:
-        return explicit
+        return explicit, "the backend argument"
     from_env = os.environ.get(ENV_VARIABLE)
     if from_env:
-        return from_env
+        return from_env, f"the environment variable {ENV_VARIABLE}"
     pyproject = Path.cwd() / "pyproject.toml"
     if pyproject.is_file():
         with pyproject.open("rb") as f:
             table = tomllib.load(f).get("tool", {}).get("gt4py_halo", {})
         if "backend" in table:
-            return table["backend"]
-    return DEFAULT_BACKEND
+            return table["backend"], f"[tool.gt4py_halo] backend in {pyproject}"
+    return DEFAULT_BACKEND, "the default"

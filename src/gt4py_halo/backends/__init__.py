@@ -46,8 +46,8 @@ def make_transport(name: str, decomposition: Any) -> Any:
     comm = decomposition.comm
     check_ranks_agree(comm, "make_exchange", backend=name)
     if isinstance(name, str) and name.lower() == "auto":
-        installed = comm.allgather([c for c in AUTO_ORDER if _installed(c)])
-        name = next(c for c in AUTO_ORDER if all(c in i for i in installed))
+        per_rank = comm.allgather([c for c in AUTO_ORDER if installed(c)])
+        name = next(c for c in AUTO_ORDER if all(c in found for found in per_rank))
     if not isinstance(name, str) or name.lower() not in TRANSPORTS:
         raise BackendError(
             f"unknown halo-exchange backend {name!r}; known: "
@@ -58,7 +58,8 @@ def make_transport(name: str, decomposition: Any) -> Any:
     return transport_class.for_decomposition(decomposition)
 
 
-def _installed(name: str) -> bool:
+def installed(name: str) -> bool:
+    """Whether transport ``name``'s software is installed (its runtime mover imports)."""
     try:
         importlib.import_module(TRANSPORTS[name].runtime[0])
     except BackendUnavailableError:

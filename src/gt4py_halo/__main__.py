@@ -1,0 +1,38 @@
+"""``python -m gt4py_halo``: the version, the transports this installation has, the GPU it
+sees and the configuration in effect — what to paste into a bug report."""
+
+from __future__ import annotations
+
+import platform
+
+from mpi4py import MPI
+
+import gt4py_halo
+from gt4py_halo.backends import AUTO_ORDER, TRANSPORTS, installed
+from gt4py_halo.config import backend_and_source
+
+
+def main() -> None:
+    print(f"gt4py_halo {gt4py_halo.__version__} (Python {platform.python_version()})")
+    print(f"MPI: {MPI.Get_library_version().splitlines()[0].strip()}")
+    for name in TRANSPORTS:
+        print(f"transport {name}: {'installed' if installed(name) else 'not installed'}")
+    print(f"GPU: {_gpus()}")
+    name, source = backend_and_source()
+    auto = f" (first installed of {', '.join(AUTO_ORDER)})" if name.lower() == "auto" else ""
+    print(f"backend: {name!r}{auto}, from {source}")
+
+
+def _gpus() -> str:
+    try:
+        import cupy
+    except ImportError:
+        return "none (no CuPy: pip install 'gt4py_halo[cuda13]')"
+    try:
+        return f"CuPy {cupy.__version__}, {cupy.cuda.runtime.getDeviceCount()} device(s)"
+    except cupy.cuda.runtime.CUDARuntimeError as error:
+        return f"none (CuPy {cupy.__version__}: {error})"
+
+
+if __name__ == "__main__":
+    main()
