@@ -10,7 +10,10 @@ Compared, on the same fields of the same decomposition:
   with a single periodic block is a plain NumPy copy. Faces span the whole allocated extent of
   the other dimensions, so corners are filled once the last dimension is done;
 - ``pyghex``: GHEX's structured regular Python API, with pattern, field descriptors and
-  communication object built once: ``co.exchange(buffers).wait()`` per exchange.
+  communication object built once: ``co.exchange(buffers).wait()`` per exchange;
+- ``compiled-mpi``, ``compiled-ghex``: a ``@gh.program`` holding the exchange alone, lowered
+  with each transport's expansion (MPI: pack maps and persistent requests; GHEX: its
+  communication object called from the generated C++), called from Python per exchange.
 
 Every implementation is first checked to fill every halo cell with the value its owner holds
 (and so all to agree). Timing then interleaves the implementations: each sample is a barrier
@@ -61,7 +64,7 @@ CASES = {
         Case("large", (128, 128, 80), (3, 3, 0), 10),
     )
 }
-IMPLEMENTATIONS = ("ours-mpi", "ours-ghex", "mpi4py", "pyghex")
+IMPLEMENTATIONS = ("ours-mpi", "ours-ghex", "mpi4py", "pyghex", "compiled-mpi", "compiled-ghex")
 DTYPE = np.float64
 
 
@@ -213,10 +216,37 @@ def fresh_fields(d: gh.CartesianDecomposition, nfields: int) -> list[np.ndarray]
     return fields
 
 
+def compiled_exchange(ex: gh.Exchange, nfields: int) -> Callable[..., None]:
+    """A ``@gh.program`` of the exchange of ``nfields`` fields alone (DaCe takes no *args)."""
+    if nfields == 1:
+
+        @gh.program
+        def exchange_1(u0):
+            ex.exchange(u0)
+
+        return exchange_1
+
+    @gh.program
+    def exchange_10(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9):
+        ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
+
+    return exchange_10
+
+
+#: Compiled exchanges by (implementation, decomposition): built once, by ``verify``.
+_COMPILED: dict[tuple[str, int], Callable[..., None]] = {}
+
+
 def build(name: str, d: gh.CartesianDecomposition, fields: list[np.ndarray]) -> Callable[[], None]:
     if name == "ours-mpi" or name == "ours-ghex":
         ex = gh.make_exchange(d, backend=name.split("-")[1])
         return lambda: ex.exchange(*fields)
+    if name == "compiled-mpi" or name == "compiled-ghex":
+        key = (name, id(d))
+        if key not in _COMPILED:
+            _COMPILED[key] = compiled_exchange(gh.make_exchange(d, name.split("-")[1]), len(fields))
+        step = _COMPILED[key]
+        return lambda: step(*fields)
     if name == "mpi4py":
         return HandWrittenExchange(d, fields).exchange
     if name == "pyghex":

@@ -26,6 +26,7 @@ from gt4py_halo.sdfg.fusion import copy_map_key
 from gt4py_halo.sdfg.nodes import HaloExchange
 
 EDGE, K = gtx.Dimension("Edge"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
+I, J = gtx.Dimension("I"), gtx.Dimension("J")
 
 ARENA_COPY = re.compile(r"_(pack|unpack)_\d+_all")
 # Uneven blocks along axis 0 on 2, 3 and 4 ranks, sized so that GT4Py's default fields (axis 0
@@ -80,34 +81,45 @@ def bounds(d: gh.CartesianDecomposition) -> list:
 _STEPS: dict[tuple, tuple] = {}
 
 
-def shared_step(diffusion: ModuleType, comm: MPI.Comm, stencil_packs: bool):
+def shared_step(diffusion: ModuleType, comm: MPI.Comm, stencil_packs: bool, backend: str = "mpi"):
     """The decomposition of ``GLOBAL_SHAPE`` over ``comm`` and ``two_steps`` on it, made once
     per module: the tests share its build (a build per test took minutes on 4 ranks)."""
-    key = (comm.py2f(), stencil_packs)
+    key = (comm.py2f(), stencil_packs, backend)
     if key not in _STEPS:
         d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
-        _STEPS[key] = d, make_step(diffusion, gh.make_exchange(d), comm, stencil_packs)
+        ex = gh.make_exchange(d, backend=backend)
+        _STEPS[key] = d, make_step(diffusion, ex, comm, stencil_packs)
     return _STEPS[key]
 
 
 def run_compiled(
-    diffusion: ModuleType, comm: MPI.Comm, stencil_packs: bool, domain: list | None = None
+    diffusion: ModuleType,
+    comm: MPI.Comm,
+    stencil_packs: bool,
+    domain: list | None = None,
+    backend: str = "mpi",
 ):
-    d, step = shared_step(diffusion, comm, stencil_packs)
+    d, step = shared_step(diffusion, comm, stencil_packs, backend)
     u, v, w = initial_fields(diffusion, d)
     for _ in range(CALLS):
         step(u, v, w, *(domain or bounds(d)))
     return u.asnumpy(), w.asnumpy()
 
 
-@pytest.mark.parametrize("stencil_packs", [False, True], ids=["pack-maps", "stencil-packs"])
+@pytest.mark.parametrize(
+    ("backend", "stencil_packs"),
+    [("mpi", False), ("mpi", True), ("ghex", True)],
+    ids=["mpi-pack-maps", "mpi-stencil-packs", "ghex"],  # GHEX packs into buffers of its own
+)
 def test_compiled_step_equals_runtime_path_and_single_rank(
-    diffusion: ModuleType, comm, stencil_packs: bool
+    diffusion: ModuleType, comm, backend: str, stencil_packs: bool
 ) -> None:
-    d, _ = shared_step(diffusion, comm, stencil_packs)
-    compiled, compiled_w = run_compiled(diffusion, comm, stencil_packs)
+    """With either transport: so the compiled transports agree bit for bit, with each other
+    and with the runtime path (the 'mpi' transport)."""
+    d, _ = shared_step(diffusion, comm, stencil_packs, backend)
+    compiled, compiled_w = run_compiled(diffusion, comm, stencil_packs, backend=backend)
 
-    ex = gh.make_exchange(d)
+    ex = gh.make_exchange(d, backend="mpi")
     u, v, w = initial_fields(diffusion, d)
     for _ in range(CALLS):
         run_from_python(diffusion, ex, u, v, w, *bounds(d))
@@ -501,6 +513,49 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None
             expected = values(np.concatenate([d.owned_gids[dim], d.halo_gids[dim]]), levels, dtype)
             got = fields[key].asnumpy() if key == "e3" else fields[key]
             np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend) -> None:
+    """Uneven blocks, asymmetric halos, an open axis and a periodic one, blocking and split
+    phase; fields of 0, 1 and 2 level axes in C and Fortran order, a padded view and GT4Py's
+    default (I, J, K) field (axis 0 contiguous, padded on some ranks only) in the same
+    exchanges, mixed dtypes; with either transport, whose calls the generated code holds."""
+    d = gh.CartesianDecomposition((19, 13), halo=((1, 2), (2, 1)), periodic=(True, False))
+    ex = gh.make_exchange(d, backend=backend)
+
+    @gh.program(comm=comm)
+    def exchange_mixed(a, b, c, e, g):
+        h = ex.start(a, b, g)
+        ex.exchange(c, e)
+        h.finish()
+
+    specs = [((), np.float64, "C"), ((3,), np.int32, "F"), ((2, 2), np.float32, "C")]
+    specs += [((), np.float64, "P"), ((5,), np.float64, "gt4py")]
+
+    def fresh():
+        made = []
+        for levels, dtype, order in specs:
+            if order == "gt4py":
+                made.append(gtx.as_field([I, J, K], filled_local(d, levels, dtype)))
+            elif order == "P":
+                made.append(padded(filled_local(d, levels, dtype)))
+            else:
+                made.append(filled_local(d, levels, dtype, order))
+        return made
+
+    fields = fresh()
+    lowered = exchange_mixed.to_sdfg(*fields)
+    code = lowered.generate_code()[0].clean_code
+    assert ("MPI_Startall(" in code) == (backend == "mpi")
+    made = sorted(re.findall(r"new gt4py_halo::GhexRegular<(\d)>\(comm", code))
+    assert made == (["3", "4"] if backend == "ghex" else [])  # axes: decomposed and levels
+    for _ in range(2):  # the second call reuses the persistent requests (GHEX: patterns)
+        exchange_mixed(*fields)
+        for field, (levels, dtype, _) in zip(fields, specs):
+            got = field if isinstance(field, np.ndarray) else field.asnumpy()
+            np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
+        fields = fresh()
 
 
 def test_compiled_unstructured_exchange_on_the_gpu(comm) -> None:

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import gt4py_halo as gh
+from gt4py_halo import backends
+from gt4py_halo.backends import TRANSPORTS, Transport
 from gt4py_halo.config import ENV_VARIABLE, configured_backend
 
 
@@ -55,37 +57,55 @@ def test_auto_is_ghex_where_installed(workdir, monkeypatch):
     assert gh.make_exchange(d).backend == "ghex"  # `make test` installs GHEX
 
 
-def test_compiled_step_refuses_a_transport_without_expansion(workdir):
-    """Asked for by name, a transport that has no compiled expansion is an error at the
-    step's first call, not a silent fallback to another transport."""
-    d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
-    ex = gh.make_exchange(d, backend="ghex")
+@pytest.fixture
+def runtime_only(monkeypatch):
+    """A transport registered with a runtime mover (MPI's) and no compiled expansion, first
+    in ``auto``'s order: what a new transport is until its expansions are written."""
+    monkeypatch.setitem(TRANSPORTS, "runtime-only", Transport(TRANSPORTS["mpi"].runtime, ()))
+    monkeypatch.setattr(backends, "AUTO_ORDER", ("runtime-only", *backends.AUTO_ORDER))
+    return "runtime-only"
 
+
+def exchange_step(ex: gh.Exchange):
     @gh.program
     def step(u):
         ex.exchange(u)
 
+    return step
+
+
+def generated_code(step, u) -> str:
+    return "".join(
+        n.code.as_string
+        for n, _ in step.to_sdfg(u).all_nodes_recursive()
+        if hasattr(n, "code") and n.code is not None
+    )
+
+
+def test_compiled_step_refuses_a_transport_without_expansion(workdir, runtime_only):
+    """Asked for by name, a transport that has no compiled expansion is an error at the
+    step's first call, not a silent fallback to another transport."""
+    d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
+    step = exchange_step(gh.make_exchange(d, backend=runtime_only))
     with pytest.raises(
-        gh.BackendError, match="'ghex' transport has no compiled expansion of HaloExchange"
+        gh.BackendError, match="'runtime-only' transport has no compiled expansion of HaloExchange"
     ):
         step(np.zeros(d.allocated_shape))
 
 
-def test_compiled_step_under_auto_uses_a_transport_with_expansion(workdir):
+@pytest.mark.parametrize("first", ["runtime-only", "ghex"])
+def test_compiled_step_under_auto_uses_a_transport_with_expansion(workdir, runtime_only, first):
+    """``auto`` picks the first installed transport; in a compiled step, where that one has
+    no expansion, the next one that has (here: with GHEX installed, GHEX)."""
+    if first == "ghex":
+        backends.AUTO_ORDER = backends.AUTO_ORDER[1:]
     d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
     ex = gh.make_exchange(d, backend="auto")
-
-    @gh.program
-    def step(u):
-        ex.exchange(u)
-
+    assert ex.backend == first
+    step = exchange_step(ex)
     u = np.zeros(d.allocated_shape)
     u[d.owned] = np.arange(64.0).reshape(8, 8)
     step(u)
     expected = np.pad(np.arange(64.0).reshape(8, 8), 1, mode="wrap")
     np.testing.assert_array_equal(u, expected)
-    assert "MPI_Startall" in "".join(
-        n.code.as_string
-        for n, _ in step.to_sdfg(u).all_nodes_recursive()
-        if hasattr(n, "code") and n.code is not None
-    )
+    assert "gt4py_halo::GhexRegular<2>(" in generated_code(step, u)

@@ -36,8 +36,9 @@ TRANSPORTS = {
 AUTO_ORDER = ("ghex", "mpi")
 
 
-def make_transport(name: str, decomposition: Any) -> Any:
-    """Build the transport called ``name`` (or chosen by ``"auto"``) for ``decomposition``.
+def make_transport(name: str, decomposition: Any) -> tuple[str, Any]:
+    """Build the transport called ``name`` (or chosen by ``"auto"``) for ``decomposition``;
+    return its registered name and the transport.
 
     Collective over the decomposition's communicator, like the transports' own setup: ranks
     must ask for the same transport (else a ``RanksDisagreeError`` on every rank), and
@@ -53,9 +54,10 @@ def make_transport(name: str, decomposition: Any) -> Any:
             f"unknown halo-exchange backend {name!r}; known: "
             f"{', '.join(sorted(TRANSPORTS))} and 'auto'"
         )
-    module_name, class_name = TRANSPORTS[name.lower()].runtime
+    name = name.lower()
+    module_name, class_name = TRANSPORTS[name].runtime
     transport_class = getattr(importlib.import_module(module_name), class_name)
-    return transport_class.for_decomposition(decomposition)
+    return name, transport_class.for_decomposition(decomposition)
 
 
 def installed(name: str) -> bool:

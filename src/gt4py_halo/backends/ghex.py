@@ -108,8 +108,6 @@ class _UnstructuredPatterns:
 class GhexTransport:
     """Moves halos with GHEX communication objects over the decomposition's communicator."""
 
-    name = "ghex"
-
     def __init__(self, decomposition: Any) -> None:
         self._decomposition = decomposition
         self._context = make_context(decomposition.comm)

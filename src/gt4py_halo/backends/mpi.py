@@ -162,8 +162,6 @@ class MessageSet:
 class MpiTransport:
     """Moves halos with MPI point-to-point messages, one per neighbour and exchange."""
 
-    name = "mpi"
-
     def __init__(self, comm: MPI.Comm) -> None:
         self._comm = comm
         self._sets: dict[tuple, MessageSet] = {}

@@ -31,9 +31,9 @@ class Exchange:
     def __init__(self, decomposition: Any, backend: str | None = None) -> None:
         name = configured_backend(backend)
         self.decomposition = decomposition
-        self._transport = make_transport(name, decomposition)
         #: The transport in use (``"auto"`` resolved).
-        self.backend: str = self._transport.name
+        self.backend: str
+        self.backend, self._transport = make_transport(name, decomposition)
         self._auto = name.lower() == "auto"
         # per dim, field sets already checked (a model exchanges the same few every step)
         self._checked = IdentityCache(FIELD_SETS_REMEMBERED)

@@ -2,11 +2,9 @@
 
 DaCe calls ``__sdfg__`` with the descriptors of the arguments and gets a one-state SDFG holding
 one exchange node; the closure hands the compiled program this rank's plan data as small
-integer arrays, passed at every call like its other arguments:
-
-- cartesian plans: the rank in each exchange direction, and the communicator;
-- unstructured plans: the neighbour ranks, and per neighbour (CSR offsets) the local indices
-  to send and to receive — arrays of symbolic length, so every rank runs the same code.
+integer arrays, passed at every call like its other arguments: the communicator, and what the
+expansion of the exchanges' transport reads (its ``PLAN_ARRAYS``, made as ``PLAN_DATA`` says).
+Unstructured plan arrays have symbolic lengths, so every rank runs the same code.
 
 The compiled program exchanges on a communicator of its own, duplicated from the
 decomposition's, so its messages never meet those of the runtime exchange.
@@ -15,6 +13,7 @@ decomposition's, so its messages never meet those of the runtime exchange.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import dace
@@ -23,6 +22,7 @@ from dace.frontend.python.common import SDFGClosure
 from mpi4py import MPI
 
 from gt4py_halo.backends import compiled_implementation
+from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import DecompositionError, FieldError, ProgramError
 from gt4py_halo.sdfg.nodes import SELF, HaloExchange, UnstructuredHaloExchange
@@ -77,51 +77,36 @@ class CompiledExchangeData:
 
     def __init__(self, decomposition: Any, transport: str = "mpi", auto: bool = False) -> None:
         self.decomposition = decomposition
-        #: whose DaCe expansions the nodes get (``backends.compiled_implementation``)
-        self.transport = transport
-        self.auto = auto
+        cartesian = isinstance(decomposition, CartesianDecomposition)
+        #: the node type of this decomposition's exchanges, and the name of the expansion
+        #: they get (``backends.compiled_implementation``): what the plan data is made for
+        self.node_type = HaloExchange if cartesian else UnstructuredHaloExchange
+        self.implementation = compiled_implementation(transport, self.node_type, auto)
+        reads = self.node_type.implementations[self.implementation].PLAN_ARRAYS
         self.comm = decomposition.comm.Dup()
         serial = _agreed_serial(self.comm)
         self.prefix = f"{CLOSURE_PREFIX}{serial}_"
         self.arrays: dict[str, np.ndarray] = {
             f"{self.prefix}comm": np.array([self.comm.py2f()], dtype=np.int32)
         }
-        dims = getattr(decomposition, "dims", (None,))
-        for dim in dims:
+        for dim in getattr(decomposition, "dims", (None,)):
             plan = decomposition.plan(dim)
-            if plan.directions:
-                own = self.comm.rank  # to oneself: a copy, not a message
-                self.arrays[self._name(plan, "peers")] = np.array(
-                    [SELF if d.rank == own else d.rank for d in plan.directions], dtype=np.int32
-                )
-            else:
-                self._add_index_lists(plan)
+            for what in reads:
+                name = self.name(plan, what)
+                self.arrays[name] = PLAN_DATA[what](self, plan)
+                if not cartesian:  # lengths differ between ranks
+                    self.arrays[name] = self.arrays[name].view(PlanArray)
+                    self.arrays[name].name = name
         self._next_tag = 0
 
-    def _name(self, plan: ExchangePlan, what: str) -> str:
+    def name(self, plan: ExchangePlan, what: str) -> str:
+        """The program argument that carries plan array ``what`` of ``plan``."""
         return f"{self.prefix}{plan.name}_{what}"
 
-    def _add_index_lists(self, plan: ExchangePlan) -> None:
-        neighbours = plan.remote_neighbours
-        lists = {
-            "neighbours": np.array([n.rank for n in neighbours], dtype=np.int32),
-            "send_ptr": _offsets([n.send.count for n in neighbours]),
-            "send_idx": _concatenated([n.send.indices for n in neighbours]),
-            "recv_ptr": _offsets([n.recv.count for n in neighbours]),
-            "recv_idx": _concatenated([n.recv.indices for n in neighbours]),
-        }
-        if self.transport == "ghex":
-            lists.update(self._gids(plan.name))
-        for what, array in lists.items():
-            name = self._name(plan, what)
-            self.arrays[name] = array.view(PlanArray)
-            self.arrays[name].name = name
-
-    def _gids(self, dim: str) -> dict[str, np.ndarray]:
-        """The dim's gids in local order (owned, then halo) and the local indices of its halo:
-        what GHEX builds its pattern from (the MPI expansion reads the index lists instead).
-        Collective: GHEX takes 32-bit gids, and a mesh with larger ones is refused on every
-        rank."""
+    def gids(self, dim: str) -> np.ndarray:
+        """The dim's gids in local order (owned, then halo): what GHEX builds its pattern
+        from. Collective: GHEX takes 32-bit gids, and a mesh with larger ones is refused on
+        every rank."""
         owned = self.decomposition.owned_gids[dim]
         halo = self.decomposition.halo_gids[dim]
         gids = np.concatenate([owned, halo])
@@ -130,10 +115,7 @@ class CompiledExchangeData:
                 f"dim {dim!r}: GHEX takes 32-bit gids; this mesh has gids of 2**31 and above: "
                 "use the 'mpi' backend"
             )
-        return {
-            "gids": gids.astype(np.int32),
-            "halo_lids": np.arange(len(owned), len(gids), dtype=np.int32),
-        }
+        return gids.astype(np.int32)
 
     def descriptor(self, name: str) -> dace.data.Array:
         """Lengths that differ between ranks are symbols: the code stays the same."""
@@ -159,6 +141,44 @@ class CompiledExchangeData:
         return closure
 
 
+def _peers(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
+    own = data.comm.rank  # to oneself: a copy, not a message
+    return np.array([SELF if d.rank == own else d.rank for d in plan.directions], dtype=np.int32)
+
+
+def _block(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
+    """This rank's block as GHEX describes it, per decomposed axis: the global extents, the
+    first and last owned global index, whether the axis is periodic."""
+    d = data.decomposition
+    first = [s.start for s in d.global_slices]
+    last = [s.stop - 1 for s in d.global_slices]
+    return np.array([*d.global_shape, *first, *last, *d.periodic], dtype=np.int32)
+
+
+def _halo_lids(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
+    owned = len(data.decomposition.owned_gids[plan.name])
+    return np.arange(owned, owned + len(data.decomposition.halo_gids[plan.name]), dtype=np.int32)
+
+
+#: How each plan array an expansion may read (its ``PLAN_ARRAYS``) is made from this rank's
+#: plan: cartesian, the rank in each direction (MPI) or this rank's block (GHEX); unstructured,
+#: the neighbour ranks and per neighbour (CSR offsets) the local indices to send and to
+#: receive (MPI), or the gids in local order and where the halo lies (GHEX).
+PLAN_DATA: dict[str, Callable[[CompiledExchangeData, ExchangePlan], np.ndarray]] = {
+    "peers": _peers,
+    "domain": _block,
+    "neighbours": lambda data, plan: np.array(
+        [n.rank for n in plan.remote_neighbours], dtype=np.int32
+    ),
+    "send_ptr": lambda data, plan: _offsets([n.send.count for n in plan.remote_neighbours]),
+    "send_idx": lambda data, plan: _concatenated([n.send.indices for n in plan.remote_neighbours]),
+    "recv_ptr": lambda data, plan: _offsets([n.recv.count for n in plan.remote_neighbours]),
+    "recv_idx": lambda data, plan: _concatenated([n.recv.indices for n in plan.remote_neighbours]),
+    "gids": lambda data, plan: data.gids(plan.name),
+    "halo_lids": _halo_lids,
+}
+
+
 def exchange_sdfg(
     data: CompiledExchangeData, dim: str | None, descriptors: tuple, phase: str = "exchange"
 ) -> dace.SDFG:
@@ -179,9 +199,9 @@ def exchange_sdfg(
                 f"field {i} of a compiled exchange must be an array with at least {ndim} axes, "
                 f"got {desc}"
             )
-    node_type = HaloExchange if plan.directions else UnstructuredHaloExchange
-    implementation = compiled_implementation(data.transport, node_type, data.auto)
-    if plan.directions:
+    node_type, implementation = data.node_type, data.implementation
+    reads = node_type.implementations[implementation].PLAN_ARRAYS
+    if node_type is HaloExchange:
         directions = [d.offset for d in plan.directions]
         node = HaloExchange(
             f"halo_exchange_{plan.name}",
@@ -191,10 +211,9 @@ def exchange_sdfg(
             # one per field group, then one per field and direction (in_place.py)
             tag_base=data.allocate_tags(len(descriptors) * (1 + len(plan.directions))),
             phase=phase,
+            plan=reads,
         )
-        plan_arrays = {"_peers": "peers"}
     else:
-        reads = UnstructuredHaloExchange.implementations[implementation].PLAN_ARRAYS
         node = UnstructuredHaloExchange(
             f"halo_exchange_{plan.name}",
             field_count=len(descriptors),
@@ -202,7 +221,6 @@ def exchange_sdfg(
             phase=phase,
             plan=reads,
         )
-        plan_arrays = {f"_{w}": w for w in reads}
     node.uid = f"{data.prefix.removeprefix('__')}{node.tag_base}"
     PLANS[node.uid] = plan
     node.implementation = implementation
@@ -220,7 +238,7 @@ def exchange_sdfg(
     if phase == "start":
         token = sdfg.add_datadesc("__return", ExchangeToken())
         state.add_edge(node, TOKEN, state.add_write(token), None, _whole(token, sdfg.arrays[token]))
-    connectors = {c: data._name(plan, what) for c, what in plan_arrays.items()}
+    connectors = {f"_{what}": data.name(plan, what) for what in reads}
     connectors["_comm"] = f"{data.prefix}comm"
     for connector, name in connectors.items():
         sdfg.add_datadesc(name, data.descriptor(name))

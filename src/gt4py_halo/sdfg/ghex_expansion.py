@@ -1,21 +1,27 @@
-"""The GHEX expansion of ``UnstructuredHaloExchange``: GHEX's own exchange, called from C++.
+"""The GHEX expansions of both exchange nodes: GHEX's own exchange, called from C++.
 
 Each node becomes one C++ tasklet per phase that calls GHEX (``include/gt4py_halo_ghex.hpp``):
 on the first call of a program instance it creates the node's context, pattern and
-communication object from the plan's gids (collective: every rank runs the same nodes in the
-same order), kept in the program's state struct under the node's ``uid``; each call then
-describes the fields (pointers and strides read at run time; a descriptor is kept while its
-field's memory and layout stay the same) and runs
-``communication_object.exchange``: the blocking node waits at once, a start node returns and
-its finish waits. GHEX packs, sends and unpacks; the node has no message buffers of its own.
-The generated code is the same on every rank (gids and their counts are run-time arrays).
+communication object from the plan (collective: every rank runs the same nodes in the same
+order), kept in the program's state struct under the node's ``uid``; each call then describes
+the fields (pointers, extents and strides read at run time; a descriptor is kept while its
+field's memory and layout stay the same) and runs ``communication_object.exchange``: the
+blocking node waits at once, a start node returns and its finish waits. GHEX packs, sends and
+unpacks; the node has no message buffers of its own. The generated code is the same on every
+rank: what differs (gids and their counts, this rank's block) comes in as run-time arrays.
 
-CPU fields only, with at most one level axis, contiguous along the local index or the levels
-(GHEX's unstructured data descriptor); a GPU build of GHEX would add ``schedule_exchange``.
+- ``UnstructuredHaloExchange``: GHEX's unstructured API, from the dim's gids in local order.
+  Fields of at most one level axis, contiguous along the local index or the levels.
+- ``HaloExchange`` (cartesian): GHEX's structured regular API over the decomposed axes and the
+  level axes (whole, halo-free), from this rank's block of the global domain. Fields of any
+  layout with a unit-stride axis (GT4Py's padded fields included): GHEX copies runs along it.
+
+CPU fields only; a GPU build of GHEX would add ``schedule_exchange``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,7 +35,7 @@ from dace.transformation.transformation import ExpandTransformation
 from gt4py_halo.errors import BackendUnavailableError, FieldError
 from gt4py_halo.sdfg.graph import connect_whole, nested_for, on_device
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
-from gt4py_halo.sdfg.nodes import UnstructuredHaloExchange
+from gt4py_halo.sdfg.nodes import HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
 try:
@@ -68,9 +74,88 @@ class Ghex:
     dependencies: ClassVar = [MpiEnvironment]
 
 
+def _expand(
+    node: Any,
+    parent_state: dace.SDFGState,
+    parent_sdfg: dace.SDFG,
+    plan_arrays: tuple[str, ...],
+    create: Callable[[dace.SDFG, list[Any]], tuple[str, str]],
+    describe: Callable[[Any, int], str],
+) -> dace.SDFG:
+    """The nested SDFG of ``node``: one C++ tasklet that starts and/or waits for its exchange.
+
+    ``create(sdfg, fields)``: the C++ type of the node's GHEX state and the expression that
+    creates it (from the plan arrays, connectors named like them, and ``comm``);
+    ``describe(field, i)``: the arguments that describe field ``i`` (``in{i}``) after the slot.
+    """
+    uid = node.uid
+    sdfg = nested_for(node, parent_state, parent_sdfg)
+    fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
+    if on_device(fields):
+        raise FieldError(
+            "the 'ghex' transport has no compiled GPU exchange yet: use the 'mpi' transport "
+            "for GPU fields inside @gh.program"
+        )
+    state = sdfg.add_state(node.phase)
+    ghex_object = f"__state->{uid}_ghex"
+    lines = []
+    inputs = [*plan_arrays, "comm_handle"] if packs(node.phase) else []
+    state_fields = []
+    if packs(node.phase):
+        kind, created = create(sdfg, fields)
+        state_fields.append(f"{kind}* {uid}_ghex = nullptr;")
+        lines += [
+            f"if (!{ghex_object}) {{",
+            "    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
+            f"    {ghex_object} = new {created};",
+            "}",
+        ]
+        described = ", ".join(
+            f"{ghex_object}->{describe(desc, i)}" for i, desc in enumerate(fields)
+        )
+        lines.append(f"{ghex_object}->exchange.start({described});")
+    if unpacks(node.phase):
+        lines.append(f"{ghex_object}->exchange.wait();")
+    outputs = [f"field{i}" for i in range(node.field_count)] if unpacks(node.phase) else []
+    if node.phase == "start":
+        outputs.append(TOKEN_CONNECTOR)
+    field_inputs = [f"in{i}" for i in range(node.field_count)]
+    if node.phase == "finish":
+        inputs.append(TOKEN_CONNECTOR)
+    tasklet = state.add_tasklet(
+        f"{uid}_ghex_{node.phase}",
+        inputs + field_inputs,
+        outputs,
+        "\n".join(lines),
+        language=dtypes.Language.CPP,
+        side_effects=True,
+        state_fields=state_fields,
+        code_exit=f"""{{
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) delete {ghex_object};  // GHEX frees its communicator
+}}"""
+        if packs(node.phase)
+        else "",
+    )
+    if packs(node.phase):
+        for name in plan_arrays:
+            connect_whole(state, sdfg, state.add_read(f"_{name}"), tasklet, name)
+        connect_whole(state, sdfg, state.add_read("_comm"), tasklet, "comm_handle")
+    for i in range(node.field_count):
+        connect_whole(state, sdfg, state.add_read(f"_f{i}"), tasklet, f"in{i}")
+        if unpacks(node.phase):
+            connect_whole(state, sdfg, tasklet, state.add_write(f"_f{i}"), f"field{i}")
+    if node.phase == "start":
+        connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
+    elif node.phase == "finish":
+        connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
+    return sdfg
+
+
 @dace.library.register_expansion(UnstructuredHaloExchange, "GHEX")
 class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
-    """Lower ``UnstructuredHaloExchange`` to GHEX calls in C++ tasklets."""
+    """Lower ``UnstructuredHaloExchange`` to GHEX's unstructured exchange."""
 
     environments: ClassVar[list] = [Ghex]
     #: The plan arrays the node gets (``convertible.exchange_sdfg``).
@@ -78,72 +163,17 @@ class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
 
     @staticmethod
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
-        uid = node.uid
-        sdfg = nested_for(node, parent_state, parent_sdfg)
-        fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
-        if on_device(fields):
-            raise FieldError(
-                "the 'ghex' transport has no compiled GPU exchange yet: use the 'mpi' transport "
-                "for GPU fields inside @gh.program"
-            )
-        state = sdfg.add_state(node.phase)
-        ghex_object = f"__state->{uid}_ghex"
-        lines = []
-        inputs = ["gids", "halo_lids", "comm_handle"] if packs(node.phase) else []
-        if packs(node.phase):
+        def create(sdfg: dace.SDFG, fields: list[Any]) -> tuple[str, str]:
             n = symstr(sdfg.arrays["_gids"].shape[0], cpp_mode=True)
             nh = symstr(sdfg.arrays["_halo_lids"].shape[0], cpp_mode=True)
-            lines += [
-                f"if (!{ghex_object}) {{",
-                "    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
-                f"    {ghex_object} = new gt4py_halo::GhexUnstructured("
-                + f"comm, gids, {n}, halo_lids, {nh});",
-                "}",
-            ]
-            described = ", ".join(
-                f"{ghex_object}->describe({i}, in{i}, {_layout(desc, i)})"
-                for i, desc in enumerate(fields)
-            )
-            lines.append(f"{ghex_object}->start({described});")
-        if unpacks(node.phase):
-            lines.append(f"{ghex_object}->wait();")
-        outputs = [f"field{i}" for i in range(node.field_count)] if unpacks(node.phase) else []
-        if node.phase == "start":
-            outputs.append(TOKEN_CONNECTOR)
-        field_inputs = [f"in{i}" for i in range(node.field_count)]
-        if node.phase == "finish":
-            inputs.append(TOKEN_CONNECTOR)
-        tasklet = state.add_tasklet(
-            f"{uid}_ghex_{node.phase}",
-            inputs + field_inputs,
-            outputs,
-            "\n".join(lines),
-            language=dtypes.Language.CPP,
-            side_effects=True,
-            state_fields=[f"gt4py_halo::GhexUnstructured* {uid}_ghex = nullptr;"]
-            if packs(node.phase)
-            else [],
-            code_exit=f"""{{
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) delete {ghex_object};  // GHEX frees its communicator
-}}"""
-            if packs(node.phase)
-            else "",
-        )
-        if packs(node.phase):
-            for connector, name in (("gids", "_gids"), ("halo_lids", "_halo_lids")):
-                connect_whole(state, sdfg, state.add_read(name), tasklet, connector)
-            connect_whole(state, sdfg, state.add_read("_comm"), tasklet, "comm_handle")
-        for i in range(node.field_count):
-            connect_whole(state, sdfg, state.add_read(f"_f{i}"), tasklet, f"in{i}")
-            if unpacks(node.phase):
-                connect_whole(state, sdfg, tasklet, state.add_write(f"_f{i}"), f"field{i}")
-        if node.phase == "start":
-            connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
-        elif node.phase == "finish":
-            connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
-        return sdfg
+            kind = "gt4py_halo::GhexUnstructured"
+            return kind, f"{kind}(comm, gids, {n}, halo_lids, {nh})"
+
+        def describe(desc: Any, i: int) -> str:
+            return f"describe({i}, in{i}, {_unstructured_layout(desc, i)})"
+
+        plan = ExpandUnstructuredHaloExchangeGhex.PLAN_ARRAYS
+        return _expand(node, parent_state, parent_sdfg, plan, create, describe)
 
     @staticmethod
     def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
@@ -151,7 +181,46 @@ class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
         return []
 
 
-def _layout(desc: Any, i: int) -> str:
+@dace.library.register_expansion(HaloExchange, "GHEX")
+class ExpandHaloExchangeGhex(ExpandTransformation):
+    """Lower the cartesian ``HaloExchange`` to GHEX's structured regular exchange."""
+
+    environments: ClassVar[list] = [Ghex]
+    #: The plan arrays the node gets (``convertible.exchange_sdfg``).
+    PLAN_ARRAYS = ("domain",)
+
+    @staticmethod
+    def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
+        decomposed = len(node.halo_widths)
+        fields = [
+            parent_sdfg.arrays[e.data.data]
+            for e in parent_state.in_edges(node)
+            if e.dst_conn.startswith("_f")
+        ]
+        axes = max(len(desc.shape) for desc in fields)  # decomposed, and the most level axes
+
+        def create(sdfg: dace.SDFG, fields: list[Any]) -> tuple[str, str]:
+            kind = f"gt4py_halo::GhexRegular<{axes}>"
+            halo = ", ".join(str(w) for w in node.halo)
+            return kind, f"{kind}(comm, {decomposed}, domain, {{{halo}}})"
+
+        def describe(desc: Any, i: int) -> str:
+            extents, strides, layout = _regular_layout(desc, i, axes)
+            return (
+                f"template describe<gridtools::layout_map<{layout}>>({i}, in{i}, "
+                f"{{{extents}}}, {{{strides}}})"
+            )
+
+        plan = ExpandHaloExchangeGhex.PLAN_ARRAYS
+        return _expand(node, parent_state, parent_sdfg, plan, create, describe)
+
+    @staticmethod
+    def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
+        """None: GHEX packs into buffers of its own."""
+        return []
+
+
+def _unstructured_layout(desc: Any, i: int) -> str:
     """GHEX's description of field ``i``: levels, whether they are contiguous, outer stride."""
     if len(desc.shape) == 1:
         return f"1, true, {symstr(desc.strides[0], cpp_mode=True)}"
@@ -165,3 +234,21 @@ def _layout(desc: Any, i: int) -> str:
         f"field {i}: the 'ghex' transport exchanges unstructured fields of one or two axes, "
         f"contiguous along one of them; got shape {desc.shape}, strides {desc.strides}"
     )
+
+
+def _regular_layout(desc: Any, i: int, axes: int) -> tuple[str, str, str]:
+    """Extents, element strides and GHEX layout map of field ``i`` described with ``axes``
+    axes (the ones it lacks: extent 1). The layout map names the unit-stride axis (the last
+    one, if several), along which GHEX copies runs; the other axes keep their order."""
+    unit = [k for k, stride in enumerate(desc.strides) if str(stride) == "1"]
+    if not unit:
+        raise FieldError(
+            f"field {i}: the 'ghex' transport exchanges cartesian fields with an axis of unit "
+            f"stride; got strides {desc.strides} (the 'mpi' transport takes any strides)"
+        )
+    extra = axes - len(desc.shape)
+    extents = [symstr(n, cpp_mode=True) for n in desc.shape] + ["1"] * extra
+    strides = [symstr(n, cpp_mode=True) for n in desc.strides] + ["1"] * extra
+    others = [k for k in range(axes) if k != unit[-1]]
+    layout = [axes - 1 if k == unit[-1] else others.index(k) for k in range(axes)]
+    return ", ".join(extents), ", ".join(strides), ", ".join(map(str, layout))

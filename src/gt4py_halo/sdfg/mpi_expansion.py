@@ -70,6 +70,8 @@ class ExpandHaloExchangeMPI(ExpandTransformation):
     """Lower ``HaloExchange`` to pack maps, MPI persistent requests and unpack maps."""
 
     environments: ClassVar[list] = [MpiEnvironment]
+    #: The plan arrays the node gets (``convertible.exchange_sdfg``).
+    PLAN_ARRAYS = ("peers",)
 
     @staticmethod
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:

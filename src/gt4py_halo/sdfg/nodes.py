@@ -7,10 +7,12 @@ effects or state boundaries. How the bytes move is an expansion, chosen by name
 (``implementation``, set from the exchange's transport): each transport registers its own
 (``backends.TRANSPORTS``); the node knows none of them.
 
-Everything a rank needs of its exchange plan that differs between ranks — the ranks of its
-neighbours and its communicator — comes in through two small integer arrays, ``_peers`` and
-``_comm``; the node's properties (halo widths, directions, tags) are the same on every rank.
-So the code generated for it is the same on every rank, built by one and loaded by all.
+Everything a rank needs of its exchange plan that differs between ranks comes in through small
+integer arrays: the communicator (``_comm``) and those its transport's expansion reads (the
+expansion's ``PLAN_ARRAYS``, connectors ``_<name>``; ``convertible.py`` makes them): for MPI
+the rank in each direction (``_peers``), for GHEX this rank's block of the global domain. The
+node's properties (halo widths, directions, tags) are the same on every rank. So the code
+generated for it is the same on every rank, built by one and loaded by all.
 
 A split-phase exchange (``h = ex.start(v)`` ... ``h.finish()``) is a pair of nodes of the same
 type and ``uid``: ``phase="start"`` packs and posts (reads the fields, writes a token),
@@ -73,9 +75,11 @@ class HaloExchange(nodes.LibraryNode):
         tag_base: int = 0,
         uid: str = "halo",
         phase: str = "exchange",
+        plan: tuple[str, ...] = ("peers",),
         **kwargs,
     ) -> None:
-        inputs, outputs = phase_connectors(phase, field_count, ["_peers", "_comm"])
+        connectors = [f"_{a}" for a in plan] + ["_comm"]
+        inputs, outputs = phase_connectors(phase, field_count, connectors)
         super().__init__(name, inputs=inputs, outputs=outputs, **kwargs)
         self.halo = [w for side in halo or [] for w in side]
         self.directions = [o for d in directions or [] for o in d]

@@ -21,8 +21,9 @@ top-level map, in the exchange's own state (with a path to the exchange node) or
 earlier state of the same region reached through states with a single, unconditional entry
 that do not write the field, writing it point by point (its index along
 each axis one map parameter plus a constant). All fields of an arena must have one, else the
-arena is left to the pack maps. Cartesian exchanges only: an unstructured exchange gathers
-its send lists through index arrays.
+arena is left to the pack maps. Cartesian exchanges of transports with arenas (MPI) only:
+an unstructured exchange gathers its send lists through index arrays, and GHEX packs into
+buffers of its own.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from dace.sdfg import nodes
 from dace.symbolic import symstr
 
 from gt4py_halo.sdfg.arenas import Arena, arenas
+from gt4py_halo.sdfg.message_buffers import message_buffers
 from gt4py_halo.sdfg.phases import packs
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,8 @@ def fuse_packs_into_producers(sdfg: dace.SDFG, exchange_type: type) -> dict[str,
     fused: dict[str, list[str]] = {}
     for node, state in list(sdfg.all_nodes_recursive()):
         if not (isinstance(node, exchange_type) and packs(node.phase)) or state.sdfg is not sdfg:
+            continue
+        if not message_buffers(node, state):  # its transport packs into buffers of its own
             continue
         fields = {e.dst_conn: e.data.data for e in state.in_edges(node)}
         names = [fields[f"_f{i}"] for i in range(node.field_count)]

@@ -1,9 +1,13 @@
-// GHEX state of one compiled unstructured exchange (sdfg/ghex_expansion.py): the context,
-// pattern and communication object, created once per program instance from the exchange
-// plan's gids, and the field descriptors of the exchange in flight.
+// GHEX state of one compiled exchange (sdfg/ghex_expansion.py): the context, patterns and
+// communication object, created once per program instance from the exchange plan (an
+// unstructured dim's gids, or this rank's block of a cartesian domain), and the field
+// descriptors of the exchange in flight.
 #pragma once
 #include <mpi.h>
 
+#include <array>
+#include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -11,11 +15,43 @@
 
 #include <ghex/communication_object.hpp>
 #include <ghex/context.hpp>
+#include <ghex/structured/pattern.hpp>
+#include <ghex/structured/regular/domain_descriptor.hpp>
+#include <ghex/structured/regular/field_descriptor.hpp>
+#include <ghex/structured/regular/halo_generator.hpp>
 #include <ghex/unstructured/grid.hpp>
 #include <ghex/unstructured/pattern.hpp>
 #include <ghex/unstructured/user_concepts.hpp>
 
 namespace gt4py_halo {
+
+// A node's communication object and the exchange it has in flight: `start` posts one exchange
+// of all the node's fields, `wait` (the blocking node at once, a split pair's finish later)
+// completes it. Declared after the patterns it uses, so that it goes first.
+template<class CommunicationObject>
+class exchanger {
+  public:
+    explicit exchanger(CommunicationObject co)
+    : m_co(std::move(co))
+    {
+    }
+
+    template<class... BufferInfos>
+    void start(BufferInfos... infos)
+    {
+        m_pending.emplace(m_co.exchange(infos...));
+    }
+
+    void wait()
+    {
+        if (m_pending) m_pending->wait();
+        m_pending.reset();
+    }
+
+  private:
+    CommunicationObject                                       m_co;
+    std::optional<typename CommunicationObject::handle_type> m_pending;
+};
 
 class GhexUnstructured {
   public:
@@ -35,7 +71,7 @@ class GhexUnstructured {
     : m_context(comm, false)
     , m_domains{domain(m_context.rank(), gids, gids + n, halo_lids, halo_lids + nh)}
     , m_pattern(make_pattern(halos(gids, halo_lids, nh)))
-    , m_co(ghex::make_communication_object<pattern_type>(m_context))
+    , exchange(ghex::make_communication_object<pattern_type>(m_context))
     {
     }
 
@@ -58,18 +94,6 @@ class GhexUnstructured {
                     levels_first, outer_stride)};
         }
         return m_pattern(*static_cast<field<T>*>(k.field.get()));  // a slot keeps its type
-    }
-
-    template<class... BufferInfos>
-    void start(BufferInfos... infos)
-    {
-        m_pending.emplace(m_co.exchange(infos...));
-    }
-
-    void wait()
-    {
-        if (m_pending) m_pending->wait();
-        m_pending.reset();
     }
 
   private:
@@ -98,9 +122,128 @@ class GhexUnstructured {
     ghex::context                                 m_context;
     std::vector<domain>                           m_domains;
     pattern_type                                  m_pattern;
-    co_type                                       m_co;
-    std::optional<typename co_type::handle_type> m_pending;
+
+  public:
+    exchanger<co_type> exchange;
+
+  private:
     std::vector<kept>                             m_fields;
+};
+
+// A cartesian exchange over D axes: the first `decomposed` split over ranks (GHEX's structured
+// regular API), the others whole levels without halo. Every field of the node is described
+// with D axes (axes it lacks have extent 1), so that one communication object, on one
+// context, carries them all; fields of other level extents get patterns of their own, made
+// the first time the extents are seen (collective: every rank describes the same fields in the
+// same order).
+template<int D>
+class GhexRegular {
+  public:
+    using dimension = std::integral_constant<int, D>;
+    using domain = ghex::structured::regular::domain_descriptor<int, dimension>;
+    using generator = ghex::structured::regular::halo_generator<int, dimension>;
+    using pattern_type = decltype(ghex::make_pattern<ghex::structured::grid>(
+        std::declval<ghex::context&>(), std::declval<generator&>(),
+        std::declval<std::vector<domain>&>()));
+    using co_type =
+        decltype(ghex::make_communication_object<pattern_type>(std::declval<ghex::context&>()));
+    using coordinates = std::array<int, D>;
+    using strides = std::array<std::size_t, D>;
+    // GHEX copies runs along the axis that `Layout` maps to D - 1: the field's unit stride.
+    template<class T, class Layout>
+    using field = ghex::structured::regular::field_descriptor<T, ghex::cpu, domain, Layout>;
+
+    // Collective over comm. block, per decomposed axis: the global extents, then the first and
+    // the last owned global index, then whether the axis is periodic (convertible._block);
+    // halo: the low and high width of each decomposed axis.
+    GhexRegular(MPI_Comm comm, int decomposed, const int* block, std::vector<int> halo)
+    : m_context(comm, false)
+    , m_decomposed(decomposed)
+    , exchange(ghex::make_communication_object<pattern_type>(m_context))
+    {
+        m_first.fill(0);
+        m_last.fill(0);
+        m_global_last.fill(0);
+        m_offsets.fill(0);
+        m_halos.fill(0);
+        m_periodic.fill(false);
+        for (int a = 0; a < decomposed; ++a)
+        {
+            m_global_last[a] = block[a] - 1;
+            m_first[a] = block[decomposed + a];
+            m_last[a] = block[2 * decomposed + a];
+            m_periodic[a] = block[3 * decomposed + a] != 0;
+            m_halos[2 * a] = halo[2 * a];
+            m_halos[2 * a + 1] = halo[2 * a + 1];
+            m_offsets[a] = halo[2 * a];  // the first owned index of the local array
+        }
+    }
+
+    // Field `slot` of the node: its extents (halos included) and strides in elements. Its
+    // descriptor is kept while the field's memory and layout stay the same.
+    template<class Layout, class T>
+    auto describe(std::size_t slot, const T* values, const coordinates& extents,
+        const strides& element_strides)
+    {
+        auto& [dom, pattern] = levels(extents);
+        if (m_fields.size() <= slot) m_fields.resize(slot + 1);
+        kept& k = m_fields[slot];
+        if (!k.field || k.values != values || k.extents != extents ||
+            k.element_strides != element_strides)
+        {
+            strides bytes;
+            for (int a = 0; a < D; ++a) bytes[a] = element_strides[a] * sizeof(T);
+            k = kept{values, extents, element_strides,
+                std::make_shared<field<T, Layout>>(ghex::wrap_field<ghex::cpu, Layout>(
+                    dom, const_cast<T*>(values), m_offsets, extents, bytes))};
+        }
+        return pattern(*static_cast<field<T, Layout>*>(k.field.get()));  // a slot keeps its type
+    }
+
+  private:
+    struct kept
+    {
+        const void*           values = nullptr;
+        coordinates           extents{};
+        strides               element_strides{};
+        std::shared_ptr<void> field;
+    };
+
+    // The domain and pattern of fields whose level axes have the extents of `extents`.
+    std::pair<domain, pattern_type>& levels(const coordinates& extents)
+    {
+        std::vector<int> key(extents.begin() + m_decomposed, extents.end());
+        auto found = m_patterns.find(key);
+        if (found == m_patterns.end())
+        {
+            coordinates first = m_first, last = m_last, global_first{}, global_last = m_global_last;
+            global_first.fill(0);
+            for (int a = m_decomposed; a < D; ++a)
+            {
+                last[a] = extents[a] - 1;
+                global_last[a] = extents[a] - 1;
+            }
+            std::vector<domain> domains{domain(m_context.rank(), first, last)};
+            generator hgen(global_first, global_last, m_halos, m_periodic);
+            auto pattern = ghex::make_pattern<ghex::structured::grid>(m_context, hgen, domains);
+            found = m_patterns.emplace(key, std::make_pair(domains[0], std::move(pattern))).first;
+        }
+        return found->second;
+    }
+
+    ghex::context                                               m_context;
+    int                                                         m_decomposed;
+    coordinates                                                 m_first, m_last, m_global_last;
+    coordinates                                                 m_offsets;
+    std::array<int, 2 * D>                                      m_halos;
+    std::array<bool, D>                                         m_periodic;
+    std::map<std::vector<int>, std::pair<domain, pattern_type>> m_patterns;
+
+  public:
+    exchanger<co_type> exchange;
+
+  private:
+    std::vector<kept>                                           m_fields;
 };
 
 } // namespace gt4py_halo
