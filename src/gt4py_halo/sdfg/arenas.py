@@ -10,6 +10,7 @@ index the arena with ``Segment.flat_index``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -65,7 +66,7 @@ def field_groups(fields: list[Any]) -> list[tuple[int, ...]]:
     return [tuple(g) for g in groups.values()]
 
 
-def arenas(node: Any, fields: list[Any], sending: bool) -> list[Arena]:
+def arenas(node: Any, fields: list[Any], sending: bool) -> tuple[Arena, ...]:
     """The arenas ``node`` sends from (receives into), one per field group.
 
     A send arena lists its segments by direction, a receive arena by the direction its
@@ -79,8 +80,21 @@ def arenas(node: Any, fields: list[Any], sending: bool) -> list[Arena]:
     runtime plan is built from); along a direction, widths are halo widths (ints), across it
     owned sizes (> 0), so an empty box is known when the node is lowered.
     """
-    halo = node.halo_widths
-    offsets = node.direction_offsets
+    shapes = tuple((tuple(desc.shape), desc.dtype) for desc in fields)
+    return _layout(node.spec.uid, node.spec.halo, node.spec.directions, shapes, sending)
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(
+    uid: str,
+    halo: tuple[tuple[int, int], ...],
+    offsets: tuple[tuple[int, ...], ...],
+    shapes: tuple[tuple[tuple[Any, ...], Any], ...],
+    sending: bool,
+) -> tuple[Arena, ...]:
+    """``arenas``, computed once per exchange and field shapes: the passes and the expansion
+    that ask for it get the same layout."""
+    fields = [_Shaped(shape, dtype) for shape, dtype in shapes]
     opposite = opposites(offsets)
     order = range(len(offsets)) if sending else sorted(range(len(offsets)), key=opposite.get)
     found = []
@@ -97,9 +111,17 @@ def arenas(node: Any, fields: list[Any], sending: bool) -> list[Arena]:
             segments.append(segment)
             offset = offset + len(group) * segment.size
         if segments:
-            name = f"{node.uid}_{'s' if sending else 'r'}arena_{g}"
+            name = f"{uid}_{'s' if sending else 'r'}arena_{g}"
             found.append(Arena(name, g, group, desc.dtype, segments, offset))
-    return found
+    return tuple(found)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shaped:
+    """What the layout reads of a field's descriptor."""
+
+    shape: tuple[Any, ...]
+    dtype: Any
 
 
 def opposites(offsets: list[tuple[int, ...]]) -> dict[int, int]:

@@ -25,7 +25,7 @@ from gt4py_halo.backends import compiled_implementation
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import DecompositionError, FieldError, ProgramError
-from gt4py_halo.sdfg.nodes import SELF, HaloExchange, UnstructuredHaloExchange
+from gt4py_halo.sdfg.nodes import SELF, CompiledExchange, HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.sdfg.phases import TOKEN
 from gt4py_halo.sdfg.split_phase import ExchangeToken
 
@@ -200,31 +200,25 @@ def exchange_sdfg(
                 f"got {desc}"
             )
     node_type, implementation = data.node_type, data.implementation
-    reads = node_type.implementations[implementation].PLAN_ARRAYS
-    if node_type is HaloExchange:
-        directions = [d.offset for d in plan.directions]
-        node = HaloExchange(
-            f"halo_exchange_{plan.name}",
-            halo=list(data.decomposition.halo),
-            directions=directions,
-            field_count=len(descriptors),
-            # one per field group, then one per field and direction (in_place.py)
-            tag_base=data.allocate_tags(len(descriptors) * (1 + len(plan.directions))),
-            phase=phase,
-            plan=reads,
-        )
-    else:
-        node = UnstructuredHaloExchange(
-            f"halo_exchange_{plan.name}",
-            field_count=len(descriptors),
-            tag_base=data.allocate_tags(len(descriptors)),
-            phase=phase,
-            plan=reads,
-        )
-    node.uid = f"{data.prefix.removeprefix('__')}{node.tag_base}"
-    PLANS[node.uid] = plan
+    cartesian = node_type is HaloExchange
+    # cartesian (MPI): one tag per field group, then one per field and direction (in_place.py)
+    tags = len(descriptors) * (1 + len(plan.directions)) if cartesian else len(descriptors)
+    tag_base = data.allocate_tags(tags)
+    spec = CompiledExchange(
+        uid=f"{data.prefix.removeprefix('__')}{tag_base}",
+        plan=plan.name,
+        phase=phase,
+        field_count=len(descriptors),
+        tag_base=tag_base,
+        transport=implementation,
+        plan_arrays=node_type.implementations[implementation].PLAN_ARRAYS,
+        halo=tuple(map(tuple, data.decomposition.halo)) if cartesian else (),
+        directions=tuple(d.offset for d in plan.directions) if cartesian else (),
+    )
+    node = node_type(f"halo_exchange_{plan.name}", spec)
+    PLANS[spec.uid] = plan
     node.implementation = implementation
-    sdfg = dace.SDFG(f"{phase}_{plan.name}_{node.uid}")
+    sdfg = dace.SDFG(f"{phase}_{plan.name}_{spec.uid}")
     state = sdfg.add_state(phase)
     state.add_node(node)
     names = field_names(len(descriptors))
@@ -238,7 +232,7 @@ def exchange_sdfg(
     if phase == "start":
         token = sdfg.add_datadesc("__return", ExchangeToken())
         state.add_edge(node, TOKEN, state.add_write(token), None, _whole(token, sdfg.arrays[token]))
-    connectors = {f"_{what}": data.name(plan, what) for what in reads}
+    connectors = {f"_{what}": data.name(plan, what) for what in spec.plan_arrays}
     connectors["_comm"] = f"{data.prefix}comm"
     for connector, name in connectors.items():
         sdfg.add_datadesc(name, data.descriptor(name))

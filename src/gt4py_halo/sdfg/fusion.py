@@ -1,7 +1,8 @@
 """Fusion of the lowered exchanges' copy maps: fewer loops on a CPU, fewer kernels on a GPU.
 
-The MPI expansion writes one pack, unpack or self-copy map per field group and direction
-(labels ``<uid>_<kind>_<group>_<direction>``), each in the fields' own index space; a group
+The MPI expansions write one pack, unpack or self-copy map per field group and direction,
+labelled by ``copy_map_label`` (what ``copy_map_key`` reads back), each in the fields' own
+index space; a group
 (fields of one shape and dtype) is copied by one map from the start. Groups of the same shape
 but different dtypes have maps of the same ranges (``Program`` gives arguments of one shape
 the same shape symbols), so DaCe's ``MapFusionHorizontal`` merges them: one loop nest, or one
@@ -45,6 +46,12 @@ class FusionReport:
         ]
         parts += [f"{arena} packed by {', '.join(maps)}" for arena, maps in self.producers.items()]
         return "; ".join(parts) or "no exchange copy maps fused"
+
+
+def copy_map_label(uid: str, kind: str, group: int, direction: int) -> str:
+    """The label of exchange ``uid``'s copy map of ``kind`` (pack, unpack, self) for field
+    ``group`` and ``direction``: how the expansions mark the maps this module fuses."""
+    return f"{uid}_{kind}_{group}_{direction}"
 
 
 def copy_map_key(label: str) -> tuple[str, str, int] | None:

@@ -78,7 +78,6 @@ def _expand(
     node: Any,
     parent_state: dace.SDFGState,
     parent_sdfg: dace.SDFG,
-    plan_arrays: tuple[str, ...],
     create: Callable[[dace.SDFG, list[Any]], tuple[str, str]],
     describe: Callable[[Any, int], str],
 ) -> dace.SDFG:
@@ -88,20 +87,20 @@ def _expand(
     creates it (from the plan arrays, connectors named like them, and ``comm``);
     ``describe(field, i)``: the arguments that describe field ``i`` (``in{i}``) after the slot.
     """
-    uid = node.uid
+    uid = node.spec.uid
     sdfg = nested_for(node, parent_state, parent_sdfg)
-    fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
+    fields = [sdfg.arrays[f"_f{i}"] for i in range(node.spec.field_count)]
     if on_device(fields):
         raise FieldError(
             "the 'ghex' transport has no compiled GPU exchange yet: use the 'mpi' transport "
             "for GPU fields inside @gh.program"
         )
-    state = sdfg.add_state(node.phase)
+    state = sdfg.add_state(node.spec.phase)
     ghex_object = f"__state->{uid}_ghex"
     lines = []
-    inputs = [*plan_arrays, "comm_handle"] if packs(node.phase) else []
+    inputs = [*node.spec.plan_arrays, "comm_handle"] if packs(node.spec.phase) else []
     state_fields = []
-    if packs(node.phase):
+    if packs(node.spec.phase):
         kind, created = create(sdfg, fields)
         state_fields.append(f"{kind}* {uid}_ghex = nullptr;")
         lines += [
@@ -114,16 +113,18 @@ def _expand(
             f"{ghex_object}->{describe(desc, i)}" for i, desc in enumerate(fields)
         )
         lines.append(f"{ghex_object}->exchange.start({described});")
-    if unpacks(node.phase):
+    if unpacks(node.spec.phase):
         lines.append(f"{ghex_object}->exchange.wait();")
-    outputs = [f"field{i}" for i in range(node.field_count)] if unpacks(node.phase) else []
-    if node.phase == "start":
+    outputs = (
+        [f"field{i}" for i in range(node.spec.field_count)] if unpacks(node.spec.phase) else []
+    )
+    if node.spec.phase == "start":
         outputs.append(TOKEN_CONNECTOR)
-    field_inputs = [f"in{i}" for i in range(node.field_count)]
-    if node.phase == "finish":
+    field_inputs = [f"in{i}" for i in range(node.spec.field_count)]
+    if node.spec.phase == "finish":
         inputs.append(TOKEN_CONNECTOR)
     tasklet = state.add_tasklet(
-        f"{uid}_ghex_{node.phase}",
+        f"{uid}_ghex_{node.spec.phase}",
         inputs + field_inputs,
         outputs,
         "\n".join(lines),
@@ -135,20 +136,20 @@ def _expand(
     MPI_Finalized(&finalized);
     if (!finalized) delete {ghex_object};  // GHEX frees its communicator
 }}"""
-        if packs(node.phase)
+        if packs(node.spec.phase)
         else "",
     )
-    if packs(node.phase):
-        for name in plan_arrays:
+    if packs(node.spec.phase):
+        for name in node.spec.plan_arrays:
             connect_whole(state, sdfg, state.add_read(f"_{name}"), tasklet, name)
         connect_whole(state, sdfg, state.add_read("_comm"), tasklet, "comm_handle")
-    for i in range(node.field_count):
+    for i in range(node.spec.field_count):
         connect_whole(state, sdfg, state.add_read(f"_f{i}"), tasklet, f"in{i}")
-        if unpacks(node.phase):
+        if unpacks(node.spec.phase):
             connect_whole(state, sdfg, tasklet, state.add_write(f"_f{i}"), f"field{i}")
-    if node.phase == "start":
+    if node.spec.phase == "start":
         connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
-    elif node.phase == "finish":
+    elif node.spec.phase == "finish":
         connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
     return sdfg
 
@@ -172,8 +173,7 @@ class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
         def describe(desc: Any, i: int) -> str:
             return f"describe({i}, in{i}, {_unstructured_layout(desc, i)})"
 
-        plan = ExpandUnstructuredHaloExchangeGhex.PLAN_ARRAYS
-        return _expand(node, parent_state, parent_sdfg, plan, create, describe)
+        return _expand(node, parent_state, parent_sdfg, create, describe)
 
     @staticmethod
     def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
@@ -191,7 +191,7 @@ class ExpandHaloExchangeGhex(ExpandTransformation):
 
     @staticmethod
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
-        decomposed = len(node.halo_widths)
+        decomposed = len(node.spec.halo)
         fields = [
             parent_sdfg.arrays[e.data.data]
             for e in parent_state.in_edges(node)
@@ -201,7 +201,7 @@ class ExpandHaloExchangeGhex(ExpandTransformation):
 
         def create(sdfg: dace.SDFG, fields: list[Any]) -> tuple[str, str]:
             kind = f"gt4py_halo::GhexRegular<{axes}>"
-            halo = ", ".join(str(w) for w in node.halo)
+            halo = ", ".join(str(w) for side in node.spec.halo for w in side)
             return kind, f"{kind}(comm, {decomposed}, domain, {{{halo}}})"
 
         def describe(desc: Any, i: int) -> str:
@@ -211,8 +211,7 @@ class ExpandHaloExchangeGhex(ExpandTransformation):
                 f"{{{extents}}}, {{{strides}}})"
             )
 
-        plan = ExpandHaloExchangeGhex.PLAN_ARRAYS
-        return _expand(node, parent_state, parent_sdfg, plan, create, describe)
+        return _expand(node, parent_state, parent_sdfg, create, describe)
 
     @staticmethod
     def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:

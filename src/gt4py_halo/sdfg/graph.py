@@ -48,7 +48,7 @@ def on_device(fields: Any) -> bool:
 def nested_for(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
     """An empty SDFG for ``node``'s expansion with one argument per connector of the node,
     described as the arrays connected to it outside."""
-    sdfg = dace.SDFG(f"{node.uid}_{node.phase}")
+    sdfg = dace.SDFG(f"{node.spec.uid}_{node.spec.phase}")
     outer = {e.dst_conn: e for e in parent_state.in_edges(node)}
     outer.update({e.src_conn: e for e in parent_state.out_edges(node)})
     for connector, edge in outer.items():

@@ -38,7 +38,7 @@ def attach_message_buffers(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) ->
     """
     count = 0
     for node, state in list(sdfg.all_nodes_recursive()):
-        if not isinstance(node, exchange_nodes) or node.phase == "finish":
+        if not isinstance(node, exchange_nodes) or node.spec.phase == "finish":
             continue
         graph = state.sdfg
         fields = [

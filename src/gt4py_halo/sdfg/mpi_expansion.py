@@ -50,6 +50,7 @@ from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.sdfg.arena_copies import add_arena_copy, direction_symbols
 from gt4py_halo.sdfg.arenas import Arena, Segment, arenas, opposites
+from gt4py_halo.sdfg.fusion import copy_map_label
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole, on_device
 from gt4py_halo.sdfg.host_staging import (
     WAIT_FOR_STREAM,
@@ -81,7 +82,7 @@ class ExpandHaloExchangeMPI(ExpandTransformation):
     def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
         """(name, shape, dtype, receiving) of the node's buffers (``message_buffers.py``);
         ``outer``: connector -> descriptor of the node's inputs."""
-        fields = [outer[f"_f{i}"] for i in range(node.field_count)]
+        fields = [outer[f"_f{i}"] for i in range(node.spec.field_count)]
         return [
             (a.name, [a.length], a.dtype, not sending)
             for sending in (True, False)
@@ -105,14 +106,14 @@ def _unless(flags: tuple[str, ...]) -> str:
 class _Lowering:
     def __init__(self, node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> None:
         self.node = node
-        self.uid = node.uid
-        self.sdfg = dace.SDFG(f"{self.uid}_{node.phase}")
-        self.ndim = len(node.halo_widths)
+        self.uid = node.spec.uid
+        self.sdfg = dace.SDFG(f"{self.uid}_{node.spec.phase}")
+        self.ndim = len(node.spec.halo)
         outer = {e.dst_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.in_edges(node)}
         outer.update(
             {e.src_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.out_edges(node)}
         )
-        self.fields = [self._argument(f"_f{i}", outer) for i in range(node.field_count)]
+        self.fields = [self._argument(f"_f{i}", outer) for i in range(node.spec.field_count)]
         self._argument("_peers", outer)
         self._argument("_comm", outer)
         self.gpu = on_device(self.fields)
@@ -121,19 +122,19 @@ class _Lowering:
         for arena in self.sends + self.recvs:  # the enclosing SDFG's (message_buffers.py)
             if arena.name in outer:
                 self._argument(arena.name, outer)
-            elif packs(node.phase):  # a node lowered without attach_message_buffers
+            elif packs(node.spec.phase):  # a node lowered without attach_message_buffers
                 add_persistent(self.sdfg, arena.name, [arena.length], arena.dtype, self.gpu)
         if TOKEN in outer:
             self._argument(TOKEN, outer)
-        offsets = node.direction_offsets
+        offsets = node.spec.directions
         self.opposite = opposites(offsets)
         self.in_place = self._in_place_runs()
         last = self.sdfg.add_state("begin", is_start_block=True)
-        if packs(node.phase):
+        if packs(node.spec.phase):
             for flags, _ in self._pack_groups():
                 for flag in flags:
                     self.sdfg.add_symbol(flag, dtypes.int32)
-            if node.copy_maps == "arena":
+            if node.spec.copy_maps == "arena":
                 last = self._arena_copies(last, "pack")
             else:
                 for k in range(len(offsets)):
@@ -143,14 +144,14 @@ class _Lowering:
                         condition = f"_peers[{k}] >= 0" + _unless(flags) + packed
                         last = self._branch(last, f"pack_{k}_{n}", [(condition, fill)])
             last = self._then(last, "start", self._add_start)
-        if unpacks(node.phase):
+        if unpacks(node.spec.phase):
             last = self._then(last, "wait", self._add_wait)
-            if node.copy_maps == "arena":
+            if node.spec.copy_maps == "arena":
                 last = self._arena_copies(last, "unpack")
             for k in range(len(offsets)):
                 from_self = functools.partial(self._add_self_copies, k)
                 branches = [(f"_peers[{k}] == {SELF}", from_self)]
-                if node.copy_maps != "arena":
+                if node.spec.copy_maps != "arena":
                     unpack = functools.partial(self._add_copies, self.recvs, k, "unpack")
                     packed = self._unless_direct(self.recvs, k)
                     branches.insert(0, (f"_peers[{k}] >= 0" + packed, unpack))
@@ -163,8 +164,8 @@ class _Lowering:
         alike, and alike to the segment the neighbour exchanges with it (the same box, so the
         same runs: checked, not assumed). All arenas of a direction go in place or none: their
         copy maps then stay in one state, where they fuse."""
-        min_bytes = self.node.in_place_min_bytes
-        if self.gpu or self.node.copy_maps == "arena" or min_bytes <= 0:
+        min_bytes = self.node.spec.in_place_min_bytes
+        if self.gpu or self.node.spec.copy_maps == "arena" or min_bytes <= 0:
             return {}
         found = {}
         for arena in self.sends + self.recvs:
@@ -177,7 +178,7 @@ class _Lowering:
                         found[(arena.name, segment.direction)] = runs
         recvs = {arena.group: arena for arena in self.recvs}
         chosen = {}
-        for k in range(len(self.node.direction_offsets)):
+        for k in range(len(self.node.spec.directions)):
             pairs = [
                 ((send.name, k), (recvs[send.group].name, self.opposite[k])) for send in self.sends
             ]
@@ -196,7 +197,7 @@ class _Lowering:
             runs = self.in_place.get((arena.name, k))
             if runs is None:
                 return None
-            min_bytes = self.node.in_place_min_bytes
+            min_bytes = self.node.spec.in_place_min_bytes
             conditions.append(runs[0][1].condition(arena.dtype.bytes, min_bytes, cpp))
         return (" && " if cpp else " and ").join(conditions) if conditions else None
 
@@ -222,7 +223,7 @@ class _Lowering:
         """After ``last``, one copy map per arena over all directions (``arena_copies.py``);
         packing skipped where producer stencils did it (``_pack_groups``)."""
         state = self.sdfg.add_state(f"{kind}_directions")
-        remote = direction_symbols(self.uid, len(self.node.direction_offsets))
+        remote = direction_symbols(self.uid, len(self.node.spec.directions))
         self.sdfg.add_edge(last, state, dace.InterstateEdge(assignments=remote))
         groups = self._pack_groups() if kind == "pack" else [((), self.recvs)]
         for n, (flags, group) in enumerate(groups):
@@ -244,7 +245,7 @@ class _Lowering:
         its flags are set."""
         groups: dict[tuple[str, ...], list[Arena]] = {}
         for arena in self.sends:
-            flags = tuple(self.node.prepacked.get(arena.name, "").split())
+            flags = self.node.spec.packed_by_producers(arena.name)
             groups.setdefault(flags, []).append(arena)
         return list(groups.items())
 
@@ -290,7 +291,8 @@ class _Lowering:
                     flat = f"{arena.name}[{self._flat(segment, j)}]"
                     copies.append((field, flat) if kind == "pack" else (flat, field))
                     whole[f"_f{i}"] = box
-                self._add_map(state, f"{self.uid}_{kind}_{arena.group}_{k}", segment, copies, whole)
+                label = copy_map_label(self.uid, kind, arena.group, k)
+                self._add_map(state, label, segment, copies, whole)
 
     def _add_self_copies(self, k: int, state: dace.SDFGState) -> None:
         """Direction ``k``'s halo from this rank's own cells: what it would have sent itself
@@ -310,7 +312,7 @@ class _Lowering:
                 copies = [(f"_f{i}[{shifted}]", f"_f{i}[{here}]") for i in arena.fields]
                 reads = {f"_f{i}": self._box(source.bounds, segment.box) for i in arena.fields}
                 writes = {f"_f{i}": self._box(segment.bounds, segment.box) for i in arena.fields}
-                label = f"{self.uid}_self_{arena.group}_{k}"
+                label = copy_map_label(self.uid, "self", arena.group, k)
                 self._add_map(state, label, segment, copies, reads, writes)
 
     def _params(self, segment: Segment) -> str:
@@ -372,7 +374,7 @@ class _Lowering:
         """
         node, uid = self.node, self.uid
         # at most one request per arena and direction (each leads to at most one new rank)
-        count = max(len(node.direction_offsets) * (len(self.sends) + len(self.recvs)), 1)
+        count = max(len(node.spec.directions) * (len(self.sends) + len(self.recvs)), 1)
         init = ["MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);", "int n = 0;"]
         for arena, kind in [(a, "Recv") for a in self.recvs] + [(a, "Send") for a in self.sends]:
             init += self._allocate_mirror(arena)
@@ -417,7 +419,7 @@ if (!__state->{uid}_ready) {{
             + [f"_{a.name}" for a in self.sends]
             + [f"field{i}" for i in moved],
             [f"_{a.name}" for a in self.recvs]
-            + ([TOKEN_CONNECTOR] if node.phase == "start" else []),
+            + ([TOKEN_CONNECTOR] if node.spec.phase == "start" else []),
             code,
             language=dtypes.Language.CPP,
             side_effects=True,
@@ -433,7 +435,7 @@ if (!__state->{uid}_ready) {{
             connect_whole(state, self.sdfg, state.add_read(f"_f{i}"), tasklet, f"field{i}")
         for a in self.recvs:  # orders the wait after the start
             connect_whole(state, self.sdfg, tasklet, state.add_write(a.name), f"_{a.name}")
-        if node.phase == "start":
+        if node.spec.phase == "start":
             connect_whole(state, self.sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
 
     def _requests(self, arena: Arena, kind: str) -> list[str]:
@@ -443,7 +445,7 @@ if (!__state->{uid}_ready) {{
         side = self.sends if kind == "Send" else self.recvs
         size = arena.dtype.bytes
         listing = lambda values: ", ".join(values)
-        tag = self.node.tag_base + arena.group
+        tag = self.node.spec.tag_base + arena.group
         return [
             "{",
             f"    const int dirs[] = {{{listing(str(s.direction) for s in segments)}}};",
@@ -460,7 +462,7 @@ if (!__state->{uid}_ready) {{
             + listing(self._in_place_condition(side, s.direction, True) or "0" for s in segments)
             + "};",
             f"    char* base = (char*){self._wire(arena.name)};",
-            f"    for (int k = 0; k < {len(self.node.direction_offsets)}; ++k) {{",
+            f"    for (int k = 0; k < {len(self.node.spec.directions)}; ++k) {{",
             "        const int p = peers[k];",
             "        bool first = p >= 0;  // the first direction leading to rank p",
             "        for (int j = 0; j < k; ++j) first = first && peers[j] != p;",
@@ -506,7 +508,7 @@ if (!__state->{uid}_ready) {{
         if self.gpu:  # received messages to the device, on the stream: no host wait
             code += [line for a in self.recvs for line in self._stage(a, to_host=False)]
         names = [a.name for a in self.recvs]
-        token = [TOKEN_CONNECTOR] if self.node.phase == "finish" else []
+        token = [TOKEN_CONNECTOR] if self.node.spec.phase == "finish" else []
         tasklet = state.add_tasklet(
             f"{uid}_mpi_wait",
             ["peers"] + [f"_{n}_in" for n in names] + token,
@@ -534,7 +536,7 @@ if (!__state->{uid}_ready) {{
         of one field and direction share a tag and match in posting order."""
         if not self.in_place:
             return []
-        uid, nfield = self.uid, self.node.field_count
+        uid, nfield = self.uid, self.node.spec.field_count
         lines = [
             "{",
             "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
@@ -554,7 +556,7 @@ if (!__state->{uid}_ready) {{
                     for where in ("field", "arena"):
                         lines.append(f"if ({direct}) {{" if where == "field" else "} else {")
                         for j, (i, runs) in enumerate(self.in_place[(arena.name, k)]):
-                            tag = self.node.tag_base + nfield + sender * nfield + i
+                            tag = self.node.spec.tag_base + nfield + sender * nfield + i
                             size = arena.dtype.bytes
                             base = f"field{i}" if where == "field" else f"_{arena.name}"
                             post = (

@@ -71,23 +71,29 @@ def fuse_packs_into_producers(sdfg: dace.SDFG, exchange_type: type) -> dict[str,
     """
     fused: dict[str, list[str]] = {}
     for node, state in list(sdfg.all_nodes_recursive()):
-        if not (isinstance(node, exchange_type) and packs(node.phase)) or state.sdfg is not sdfg:
+        if (
+            not (isinstance(node, exchange_type) and packs(node.spec.phase))
+            or state.sdfg is not sdfg
+        ):
             continue
         if not message_buffers(node, state):  # its transport packs into buffers of its own
             continue
         fields = {e.dst_conn: e.data.data for e in state.in_edges(node)}
-        names = [fields[f"_f{i}"] for i in range(node.field_count)]
+        names = [fields[f"_f{i}"] for i in range(node.spec.field_count)]
         for arena in arenas(node, [sdfg.arrays[n] for n in names], sending=True):
             producers = [_producer(state, node, names[i]) for i in arena.fields]
             if any(p is None for p in producers):
-                log.debug("%s: %s has a field without a fusable producer", node.uid, arena.name)
+                log.debug(
+                    "%s: %s has a field without a fusable producer", node.spec.uid, arena.name
+                )
                 continue
             writes: dict[dace.SDFGState, nodes.AccessNode] = {}  # the arena, per state
             flags = [
-                _fuse(sdfg, producer, arena, j, f"{node.uid}_prepacked_{i}", writes)
+                _fuse(sdfg, producer, arena, j, f"{node.spec.uid}_prepacked_{i}", writes)
                 for j, (i, producer) in enumerate(zip(arena.fields, producers))
             ]
-            node.prepacked[arena.name] = " ".join(flags)
+            prepacked = (*node.spec.prepacked, (arena.name, tuple(flags)))
+            node.spec = dataclasses.replace(node.spec, prepacked=prepacked)
             node.add_in_connector(arena.name, force=True)  # an output already: it packs too
             whole = dace.Memlet.from_array(arena.name, sdfg.arrays[arena.name])
             packed = writes.get(state) or state.add_read(arena.name)  # ahead of it, if here

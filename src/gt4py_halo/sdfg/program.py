@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import json
 import logging
@@ -399,8 +400,9 @@ def lower_halo_exchanges(
     ]
     for node, state in found:
         if isinstance(node, HaloExchange):
-            node.copy_maps = copy_maps
-            node.in_place_min_bytes = in_place_min_bytes
+            node.spec = dataclasses.replace(
+                node.spec, copy_maps=copy_maps, in_place_min_bytes=in_place_min_bytes
+            )
         before = set(state.nodes())
         node.expand(state, node.implementation)
         for new in set(state.nodes()) - before:
@@ -437,7 +439,7 @@ def _outline(sdfg: dace.SDFG) -> list[str]:
     found = []
     for node, _ in sdfg.all_nodes_recursive():
         if isinstance(node, EXCHANGE_NODES):
-            found.append(f"{node.phase} of {node.field_count} field(s) ({node.label})")
+            found.append(f"{node.spec.phase} of {node.spec.field_count} field(s) ({node.label})")
         elif isinstance(node, (dace.nodes.MapEntry, dace.nodes.LibraryNode)):
             found.append(f"{type(node).__name__} {node.label}")
     return found
@@ -455,7 +457,7 @@ def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[tuple[int, E
                 name = edge.data.data
                 whole = dace.subsets.Range.from_array(sdfg.arrays[name]) == edge.data.subset
                 if edge.dst_conn.startswith("_f") and name in names and whole:
-                    found.append((names.index(name), PLANS[node.uid]))
+                    found.append((names.index(name), PLANS[node.spec.uid]))
     return found
 
 

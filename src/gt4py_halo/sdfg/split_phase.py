@@ -17,6 +17,7 @@ under the pair's ``uid``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import dace
@@ -88,7 +89,7 @@ def _finish_sdfg(start_sdfg: dace.SDFG) -> dace.SDFG:
         (s, n) for s in start_sdfg.all_states() for n in s.nodes() if isinstance(n, EXCHANGE_NODES)
     )
     finish = copy.deepcopy(start)
-    finish.phase = "finish"
+    finish.spec = dataclasses.replace(start.spec, phase="finish")
     finish.remove_out_connector(TOKEN)
     finish.add_in_connector(TOKEN)
     sdfg = dace.SDFG(start_sdfg.name.replace("start_", "finish_", 1))
@@ -137,7 +138,7 @@ def connect_pairs(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) -> int:
     """
     pairs = 0
     for node, state in list(sdfg.all_nodes_recursive()):
-        if not (isinstance(node, exchange_nodes) and node.phase == "start"):
+        if not (isinstance(node, exchange_nodes) and node.spec.phase == "start"):
             continue
         graph = state.sdfg
         token = next(e.data.data for e in state.out_edges(node) if e.src_conn == TOKEN)
@@ -146,7 +147,7 @@ def connect_pairs(sdfg: dace.SDFG, exchange_nodes: tuple[type, ...]) -> int:
             for s in graph.all_states()
             for n in s.nodes()
             if isinstance(n, exchange_nodes)
-            and n.phase == "finish"
+            and n.spec.phase == "finish"
             and any(e.data.data == token for e in s.in_edges(n) if e.dst_conn == TOKEN)
         ]
         if len(finishes) != 1:

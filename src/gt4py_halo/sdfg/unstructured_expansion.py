@@ -26,6 +26,7 @@ from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.sdfg import host_staging as staging
+from gt4py_halo.sdfg.fusion import copy_map_label
 from gt4py_halo.sdfg.graph import add_persistent, connect_whole, nested_for, on_device
 from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
 from gt4py_halo.sdfg.nodes import UnstructuredHaloExchange
@@ -42,18 +43,18 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
 
     @staticmethod
     def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
-        uid = node.uid
+        uid = node.spec.uid
         sdfg = nested_for(node, parent_state, parent_sdfg)
-        fields = [sdfg.arrays[f"_f{i}"] for i in range(node.field_count)]
+        fields = [sdfg.arrays[f"_f{i}"] for i in range(node.spec.field_count)]
         gpu = on_device(fields)
         sends = _messages(node, fields, sdfg.arrays, "send")
         recvs = _messages(node, fields, sdfg.arrays, "recv")
         for name, shape, dtype, *_ in sends + recvs:  # the enclosing SDFG's (message_buffers)
-            if name not in sdfg.arrays and packs(node.phase):  # lowered without attaching
+            if name not in sdfg.arrays and packs(node.spec.phase):  # lowered without attaching
                 add_persistent(sdfg, name, shape, dtype, gpu)
         state = sdfg.add_state("begin")
         for kind, messages, phase in (("send", sends, packs), ("recv", recvs, unpacks)):
-            if not phase(node.phase):
+            if not phase(node.spec.phase):
                 continue
             index = f"_{kind}_idx"
             if gpu:
@@ -72,7 +73,7 @@ class ExpandUnstructuredHaloExchangeMPI(ExpandTransformation):
     def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
         """(name, shape, dtype, receiving) of the node's buffers (``message_buffers.py``);
         ``outer``: connector -> descriptor of the node's inputs."""
-        fields = [outer[f"_f{i}"] for i in range(node.field_count)]
+        fields = [outer[f"_f{i}"] for i in range(node.spec.field_count)]
         return [
             (*m[:3], kind == "recv")
             for kind in ("send", "recv")
@@ -88,7 +89,9 @@ def _messages(node: Any, fields: list, arrays: dict[str, Any], kind: str) -> lis
     for i, field in enumerate(fields):
         levels = list(field.shape[1:])
         per_cell = math.prod(levels) if levels else 1
-        messages.append((f"{node.uid}_{kind}buf_{i}", [count] + levels, field.dtype, i, per_cell))
+        messages.append(
+            (f"{node.spec.uid}_{kind}buf_{i}", [count] + levels, field.dtype, i, per_cell)
+        )
     return messages
 
 
@@ -143,7 +146,7 @@ def _add_indirect_copy(
     index = {"_idx": dace.Memlet(f"{index}[n]")}
     if kind == "send":
         state.add_mapped_tasklet(
-            f"{uid}_pack_{i}_0",
+            copy_map_label(uid, "pack", i, 0),
             ranges,
             {**index, "_column": dace.Memlet(column)},
             "_out = _column[_idx]",
@@ -152,7 +155,7 @@ def _add_indirect_copy(
         )
     else:
         state.add_mapped_tasklet(
-            f"{uid}_unpack_{i}_0",
+            copy_map_label(uid, "unpack", i, 0),
             ranges,
             {**index, "_in": dace.Memlet(f"{buffer}[{', '.join(params)}]")},
             "_column[_idx] = _in",
@@ -164,9 +167,9 @@ def _add_indirect_copy(
 def _add_start(
     state: dace.SDFGState, sdfg: dace.SDFG, node: Any, sends: list, recvs: list, gpu: bool
 ) -> None:
-    uid = node.uid
+    uid = node.spec.uid
     count = symstr(sdfg.arrays["_neighbours"].shape[0], cpp_mode=True)
-    fields = node.field_count
+    fields = node.spec.field_count
     names = [name for name, *_ in recvs + sends]
     lines = [
         "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
@@ -184,7 +187,7 @@ def _add_start(
         lines.append(
             f"    MPI_{kind}_init({wire} + {ptr}[p] * ({cells}), "
             f"({ptr}[p + 1] - {ptr}[p]) * ({cells}) * {dtype.bytes}, MPI_BYTE, neighbours[p], "
-            f"{node.tag_base + i}, comm, &__state->{uid}_requests[n++]);"
+            f"{node.spec.tag_base + i}, comm, &__state->{uid}_requests[n++]);"
         )
     lines.append("}")
     init = "\n    ".join(lines)
@@ -215,7 +218,8 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
     tasklet = state.add_tasklet(
         f"{uid}_mpi_start",
         list(plan_inputs) + [f"_{name}" for name, *_ in sends],
-        [f"_{name}" for name, *_ in recvs] + ([TOKEN_CONNECTOR] if node.phase == "start" else []),
+        [f"_{name}" for name, *_ in recvs]
+        + ([TOKEN_CONNECTOR] if node.spec.phase == "start" else []),
         code,
         language=dtypes.Language.CPP,
         side_effects=True,
@@ -234,17 +238,17 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
         connect_whole(state, sdfg, packed[name], tasklet, f"_{name}")
     for name, *_ in recvs:
         connect_whole(state, sdfg, tasklet, state.add_write(name), f"_{name}")
-    if node.phase == "start":
+    if node.spec.phase == "start":
         connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
 
 
 def _add_wait(state: dace.SDFGState, sdfg: dace.SDFG, node: Any, recvs: list, gpu: bool) -> None:
-    uid = node.uid
+    uid = node.spec.uid
     names = [name for name, *_ in recvs]
     code = [f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
     if gpu:  # received messages to the device, on the stream: no host wait
         code += [_stage(sdfg, name, to_host=False) for name in names]
-    token = [TOKEN_CONNECTOR] if node.phase == "finish" else []
+    token = [TOKEN_CONNECTOR] if node.spec.phase == "finish" else []
     tasklet = state.add_tasklet(
         f"{uid}_mpi_wait",
         [f"_{n}_in" for n in names] + token,
