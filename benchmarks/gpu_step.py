@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 import gt4py_halo as gh
-from gt4py_halo.sdfg.program import codegen_config
+from gt4py_halo.compiled.program import codegen_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runtime_exchange import fmt_time, interleaved_samples

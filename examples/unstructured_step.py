@@ -14,7 +14,7 @@ One step, compiled by ``@gh.program`` into one SDFG with the exchanges as graph 
 
 Each rank's neighbour tables have their own lengths. GT4Py describes them to DaCe with
 symbolic sizes, ``NeighbourTables`` hands this rank's tables to the step as closure arrays
-(``gt4py_halo.sdfg.neighbour_tables``), so every rank parses the same SDFG and one build, on
+(``gt4py_halo.compiled.neighbour_tables``), so every rank parses the same SDFG and one build, on
 rank 0, serves all.
 
 The demo runs the compiled step on all ranks, gathers the owned cells on rank 0 and compares
@@ -42,8 +42,8 @@ from gt4py.next.program_processors.runners.dace import run_dace_cpu
 from mpi4py import MPI
 
 import gt4py_halo as gh
+from gt4py_halo.compiled.neighbour_tables import NeighbourTables
 from gt4py_halo.gt4py_support import compile_on_one_rank
-from gt4py_halo.sdfg.neighbour_tables import NeighbourTables
 
 Cell = gtx.Dimension("Cell", kind=gtx.DimensionKind.HORIZONTAL)
 Edge = gtx.Dimension("Edge", kind=gtx.DimensionKind.HORIZONTAL)

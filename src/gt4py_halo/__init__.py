@@ -31,10 +31,10 @@ def program(function=None, **options):
     """Compile a step of GT4Py programs and ``ex.exchange`` calls into one SDFG.
 
     Options (``comm``, ``device``, ``copy_maps``, ``pack_in_producers``,
-    ``in_place_min_bytes``): see ``gt4py_halo.sdfg.program.program``; imported on first use,
+    ``in_place_min_bytes``): see ``gt4py_halo.compiled.program.program``; imported on first use,
     as DaCe takes seconds to import.
     """
-    from gt4py_halo.sdfg.program import program as _program
+    from gt4py_halo.compiled.program import program as _program
 
     return _program(function, **options)
 

@@ -8,8 +8,8 @@ import platform
 from mpi4py import MPI
 
 import gt4py_halo
-from gt4py_halo.backends import AUTO_ORDER, TRANSPORTS, installed
 from gt4py_halo.config import backend_and_source
+from gt4py_halo.transports import AUTO_ORDER, TRANSPORTS, installed
 
 
 def main() -> None:

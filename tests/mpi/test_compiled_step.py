@@ -23,8 +23,8 @@ from halo_reference import SENTINEL, expected_local, filled_local
 from mpi4py import MPI
 
 import gt4py_halo as gh
-from gt4py_halo.sdfg.fusion import copy_map_key
-from gt4py_halo.sdfg.nodes import HaloExchange
+from gt4py_halo.compiled.fusion import copy_map_key
+from gt4py_halo.compiled.nodes import HaloExchange
 
 EDGE, K = gtx.Dimension("Edge"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
 I, J = gtx.Dimension("I"), gtx.Dimension("J")
@@ -592,7 +592,7 @@ def test_compiled_unstructured_exchange_on_the_gpu(comm) -> None:
 def test_message_tags_beyond_the_mpi_bound_are_refused(comm) -> None:
     """Each compiled exchange node takes its own tags; past the communicator's ``MPI_TAG_UB``
     building a step must fail with a clear error, not post messages MPI refuses."""
-    from gt4py_halo.sdfg.convertible import CompiledExchangeData
+    from gt4py_halo.compiled.convertible import CompiledExchangeData
 
     data = CompiledExchangeData(gh.CartesianDecomposition((17, 11), halo=1, comm=comm))
     bound = data.comm.Get_attr(MPI.TAG_UB)

@@ -17,7 +17,7 @@ import pytest
 from conftest import load_example
 from mpi4py import MPI
 
-from gt4py_halo.sdfg.nodes import EXCHANGE_NODES
+from gt4py_halo.compiled.nodes import EXCHANGE_NODES
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "unstructured_step.py"
 STEPS = 4

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import gt4py_halo as gh
-from gt4py_halo import backends
-from gt4py_halo.backends import TRANSPORTS, Transport
+from gt4py_halo import transports
 from gt4py_halo.config import ENV_VARIABLE, configured_backend
+from gt4py_halo.transports import TRANSPORTS, Transport
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def runtime_only(monkeypatch):
     """A transport registered with a runtime mover (MPI's) and no compiled expansion, first
     in ``auto``'s order: what a new transport is until its expansions are written."""
     monkeypatch.setitem(TRANSPORTS, "runtime-only", Transport(TRANSPORTS["mpi"].runtime, ()))
-    monkeypatch.setattr(backends, "AUTO_ORDER", ("runtime-only", *backends.AUTO_ORDER))
+    monkeypatch.setattr(transports, "AUTO_ORDER", ("runtime-only", *transports.AUTO_ORDER))
     return "runtime-only"
 
 
@@ -98,7 +98,7 @@ def test_compiled_step_under_auto_uses_a_transport_with_expansion(workdir, runti
     """``auto`` picks the first installed transport; in a compiled step, where that one has
     no expansion, the next one that has (here: with GHEX installed, GHEX)."""
     if first == "ghex":
-        backends.AUTO_ORDER = backends.AUTO_ORDER[1:]
+        transports.AUTO_ORDER = transports.AUTO_ORDER[1:]
     d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
     ex = gh.make_exchange(d, backend="auto")
     assert ex.backend == first

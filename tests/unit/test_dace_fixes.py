@@ -1,4 +1,4 @@
-"""The DaCe bug ``gt4py_halo.sdfg.dace_fixes`` works around, reproduced."""
+"""The DaCe bug ``gt4py_halo.compiled.dace_fixes`` works around, reproduced."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dace
 import sympy
 from dace import symbolic
 
-import gt4py_halo.sdfg  # noqa: F401  (applies the fix)
+import gt4py_halo.compiled  # noqa: F401  (applies the fix)
 
 
 def test_sums_with_equal_typed_constants_can_be_built() -> None:

@@ -28,7 +28,7 @@ import pytest
 from dace.codegen.exceptions import CompilationError, CompilerConfigurationError
 
 import gt4py_halo as gh
-from gt4py_halo.sdfg.program import codegen_config
+from gt4py_halo.compiled.program import codegen_config
 
 EXCHANGES = 2
 CUDA_ARCH = "90"  # any architecture nvcc knows: nothing runs

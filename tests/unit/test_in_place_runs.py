@@ -1,4 +1,4 @@
-"""How a box of a field is cut into contiguous runs (``sdfg/in_place.py``): from the step's
+"""How a box of a field is cut into contiguous runs (``compiled/in_place.py``): from the step's
 symbolic descriptor alone, as if the field were dense, with the density the cut assumes left
 to a run-time test, so that ranks with padded and unpadded blocks generate the same code."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import dace
 import numpy as np
 
-from gt4py_halo.sdfg.in_place import box_runs
-from gt4py_halo.sdfg.program import _element_strides, _layout_symbols, _symbolic_descriptor
+from gt4py_halo.compiled.in_place import box_runs
+from gt4py_halo.compiled.program import _element_strides, _layout_symbols, _symbolic_descriptor
 
 HALO = 3
 

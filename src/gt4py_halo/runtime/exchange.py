@@ -5,7 +5,7 @@ transport chosen at construction. Blocking ``exchange`` is ``start`` followed by
 
 Both are objects rather than methods: called from Python they exchange now; called inside a
 ``@gh.program`` DaCe turns them into exchange nodes through their ``__sdfg__`` protocol
-(``sdfg/convertible.py``). A blocking ``ex.exchange`` also works in a plain ``@dace.program``
+(``compiled/convertible.py``). A blocking ``ex.exchange`` also works in a plain ``@dace.program``
 (DaCe's default expansion); a split pair needs ``@gh.program``, whose lowering pairs it.
 """
 
@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from gt4py_halo.backends import make_transport
 from gt4py_halo.config import configured_backend
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.fields import as_array, specs_of
 from gt4py_halo.runtime.identity_cache import IdentityCache
+from gt4py_halo.transports import make_transport
 
 #: Field sets per dim whose checks an exchange keeps.
 FIELD_SETS_REMEMBERED = 16
@@ -77,13 +77,13 @@ class _CompiledCall:
         self._exchange = exchange
 
     def __sdfg__(self, *descriptors: Any, dim: str | None = None) -> Any:
-        from gt4py_halo.sdfg.convertible import exchange_sdfg
+        from gt4py_halo.compiled.convertible import exchange_sdfg
 
         dim = getattr(dim, "value", dim)  # DaCe passes string constants as StringLiteral
         return exchange_sdfg(self._data(), dim, descriptors, self.PHASE)
 
     def __sdfg_signature__(self) -> tuple[list[str], list[str]]:
-        from gt4py_halo.sdfg.convertible import field_names
+        from gt4py_halo.compiled.convertible import field_names
 
         return field_names(), []
 
@@ -97,7 +97,7 @@ class _CompiledCall:
         return self._data().closure()
 
     def _data(self) -> Any:
-        from gt4py_halo.sdfg.convertible import CompiledExchangeData
+        from gt4py_halo.compiled.convertible import CompiledExchangeData
 
         exchange = self._exchange
         if exchange._compiled_data is None:
@@ -122,7 +122,7 @@ class SplitExchange(_CompiledCall):
     """``ex.start``: from Python, posts the exchange and returns its ``ExchangeHandle``.
 
     Inside a compiled step, ``h = ex.start(v)`` becomes a start node returning a token and
-    ``h.finish()`` the matching finish node (``sdfg/split_phase.py``).
+    ``h.finish()`` the matching finish node (``compiled/split_phase.py``).
     """
 
     PHASE = "start"

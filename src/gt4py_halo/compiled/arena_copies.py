@@ -18,7 +18,7 @@ import dace
 from dace import dtypes
 from dace.symbolic import symstr
 
-from gt4py_halo.sdfg.arenas import Arena
+from gt4py_halo.compiled.arenas import Arena
 
 #: The map parameter: an index into the arena.
 INDEX = "arena_index"

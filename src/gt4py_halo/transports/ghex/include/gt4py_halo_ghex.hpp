@@ -1,4 +1,4 @@
-// GHEX state of one compiled exchange (sdfg/ghex_expansion.py): the context, patterns and
+// GHEX state of one compiled exchange (transports/ghex/expansion.py): the context, patterns and
 // communication object, created once per program instance from the exchange plan (an
 // unstructured dim's gids, or this rank's block of a cartesian domain), and the field
 // descriptors of the exchange in flight.

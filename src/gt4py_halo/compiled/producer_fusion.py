@@ -39,9 +39,9 @@ import sympy
 from dace.sdfg import nodes
 from dace.symbolic import symstr
 
-from gt4py_halo.sdfg.arenas import Arena, arenas
-from gt4py_halo.sdfg.message_buffers import message_buffers
-from gt4py_halo.sdfg.phases import packs
+from gt4py_halo.compiled.arenas import Arena, arenas
+from gt4py_halo.compiled.message_buffers import message_buffers
+from gt4py_halo.compiled.phases import packs
 
 log = logging.getLogger(__name__)
 

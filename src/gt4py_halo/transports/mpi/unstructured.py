@@ -25,12 +25,12 @@ from dace import dtypes
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
-from gt4py_halo.sdfg import host_staging as staging
-from gt4py_halo.sdfg.fusion import copy_map_label
-from gt4py_halo.sdfg.graph import add_persistent, connect_whole, nested_for, on_device
-from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
-from gt4py_halo.sdfg.nodes import UnstructuredHaloExchange
-from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
+from gt4py_halo.compiled import host_staging as staging
+from gt4py_halo.compiled.fusion import copy_map_label
+from gt4py_halo.compiled.graph import add_persistent, connect_whole, nested_for, on_device
+from gt4py_halo.compiled.nodes import UnstructuredHaloExchange
+from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
+from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
 
 @dace.library.register_expansion(UnstructuredHaloExchange, "MPI")

@@ -20,7 +20,7 @@ from typing import Any
 
 import dace
 
-from gt4py_halo.sdfg.graph import add_persistent, on_device
+from gt4py_halo.compiled.graph import add_persistent, on_device
 
 
 def message_buffers(node: Any, state: dace.SDFGState) -> list[tuple[str, list, Any, bool]]:

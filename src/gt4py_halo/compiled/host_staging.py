@@ -3,8 +3,8 @@
 The PyPI MPICH is not CUDA-aware. A GPU exchange packs on the device, copies the messages to
 pinned host mirrors on the program's stream, waits for the stream once (the one host wait
 standard MPI needs before sending) and sends from the mirrors; received messages go back to
-the device on the stream, with no host wait. Both expansions (``mpi_expansion.py``,
-``unstructured_expansion.py``) write that C++ with these helpers. Mirrors live in the
+the device on the stream, with no host wait. Both MPI expansions (``transports/mpi/expansion.py``,
+``transports/mpi/unstructured.py``) write that C++ with these helpers. Mirrors live in the
 program's state struct, allocated on an exchange's first call and freed at exit.
 """
 

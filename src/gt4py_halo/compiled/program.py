@@ -20,11 +20,13 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import hashlib
 import json
 import logging
 import re
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import dace
@@ -34,19 +36,20 @@ from dace.frontend.python.common import DaceSyntaxError
 from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
+from gt4py_halo import transports
 from gt4py_halo.build_once import build_on_root
+from gt4py_halo.compiled.convertible import CLOSURE_PREFIX, PLANS
+from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
+from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
+from gt4py_halo.compiled.host_staging import HOST_TASKLET_SUFFIXES
+from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
+from gt4py_halo.compiled.message_buffers import attach_message_buffers
+from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
+from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
+from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError, ProgramError, RanksDisagreeError
 from gt4py_halo.runtime.fields import field_spec
-from gt4py_halo.sdfg.convertible import CLOSURE_PREFIX, PLANS
-from gt4py_halo.sdfg.fusion import FusionReport, fuse_exchange_maps
-from gt4py_halo.sdfg.graph import isolate_nested_sdfgs, sort_assignments
-from gt4py_halo.sdfg.host_staging import HOST_TASKLET_SUFFIXES
-from gt4py_halo.sdfg.in_place import IN_PLACE_MIN_BYTES
-from gt4py_halo.sdfg.message_buffers import attach_message_buffers
-from gt4py_halo.sdfg.nodes import EXCHANGE_NODES, HaloExchange
-from gt4py_halo.sdfg.producer_fusion import fuse_packs_into_producers
-from gt4py_halo.sdfg.split_phase import check_all_finished, connect_pairs
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +168,12 @@ class Program:
                     + "; ".join(f"rank {r}: {p}" for r, p in enumerate(problems) if p)
                 )
             self._check_programs_agree(sdfg, values, layouts)
-            with codegen_config(self._device):
+            # a build folder of this name holds the same step built alike: reused, even from
+            # an earlier run
+            with (
+                codegen_config(self._device),
+                dace.config.set_temporary("compiler", "use_cache", value=True),
+            ):
                 compiled = build_on_root(
                     self._comm,
                     build=sdfg.compile,
@@ -272,8 +280,21 @@ class Program:
         if self._device == "gpu":
             transform_for_gpu(sdfg)
         sort_assignments(sdfg)
-        sdfg.name = f"{self.__name__}_{sdfg.hash_sdfg()[:16]}"
+        sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         return sdfg, report, exchanged
+
+
+def build_digest(sdfg: dace.SDFG) -> str:
+    """What names a step's build (its folder, and so the binary a later run finds there, see
+    ``_build``): a digest of the lowered graph, the C++ headers the expansions include, the
+    DaCe version and DaCe's compiler settings. The same on every rank."""
+    headers = sorted(Path(transports.__file__).parent.glob("*/include/*"))
+    toolchain = json.dumps(
+        [dace.__version__, dace.Config.get("compiler"), [h.read_bytes().hex() for h in headers]],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256((sdfg.hash_sdfg() + toolchain).encode()).hexdigest()[:16]
 
 
 #: DaCe's warnings for what it does not compile: a ``raise`` (``preprocessing.visit_Raise``)
@@ -302,14 +323,14 @@ def program(
     never measured on a GPU, and on a CPU both are slower than the defaults.
     ``copy_maps``: how cartesian exchanges pack and unpack, ``"direction"`` (a map per
     direction: vectorized loops, the CPU default) or ``"arena"`` (one map per message arena
-    over all directions: one kernel, the GPU default; ``sdfg/arena_copies.py``).
+    over all directions: one kernel, the GPU default; ``compiled/arena_copies.py``).
     ``pack_in_producers``: whether the stencil that writes a field right before its exchange
-    also packs its messages (``sdfg/producer_fusion.py``; default: on a GPU only, where it
+    also packs its messages (``compiled/producer_fusion.py``; default: on a GPU only, where it
     saves kernels; on a CPU its per-point box tests slowed the stencils more than it saved).
     ``in_place_min_bytes``: on a CPU with copy maps per direction, boxes that are contiguous
     runs of at least this many bytes (at most ``in_place.MAX_RUNS`` per field) go from field
     to field as MPI messages of their own instead of through the arenas; ``None``: never
-    (``sdfg/in_place.py``).
+    (``compiled/in_place.py``).
     """
     if function is None:
         return functools.partial(
@@ -549,7 +570,7 @@ def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple] | None]:
     fields of 70x134x80 twice as slow as the runtime one). Other strides are symbols of each
     argument's own, even where a rank's array is dense or two arrays' strides coincide: GT4Py
     pads some blocks and not others, so neither is the same on every rank, and the code must
-    be (exchanges test density at run time, ``sdfg/in_place.py``). Which arguments share
+    be (exchanges test density at run time, ``compiled/in_place.py``). Which arguments share
     shapes and which strides are 1 is part of a build's key: a call that breaks the pattern
     builds anew, on every rank (the pattern is the same on every rank: a new build is
     collective).

@@ -21,13 +21,13 @@ import numpy as np
 from dace.frontend.python.common import SDFGClosure
 from mpi4py import MPI
 
-from gt4py_halo.backends import compiled_implementation
+from gt4py_halo.compiled.nodes import SELF, CompiledExchange, HaloExchange, UnstructuredHaloExchange
+from gt4py_halo.compiled.phases import TOKEN
+from gt4py_halo.compiled.split_phase import ExchangeToken
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import DecompositionError, FieldError, ProgramError
-from gt4py_halo.sdfg.nodes import SELF, CompiledExchange, HaloExchange, UnstructuredHaloExchange
-from gt4py_halo.sdfg.phases import TOKEN
-from gt4py_halo.sdfg.split_phase import ExchangeToken
+from gt4py_halo.transports import compiled_implementation
 
 #: Names of the program arguments that carry a rank's plan data start so.
 CLOSURE_PREFIX = "__halo_"
@@ -79,7 +79,7 @@ class CompiledExchangeData:
         self.decomposition = decomposition
         cartesian = isinstance(decomposition, CartesianDecomposition)
         #: the node type of this decomposition's exchanges, and the name of the expansion
-        #: they get (``backends.compiled_implementation``): what the plan data is made for
+        #: they get (``transports.compiled_implementation``): what the plan data is made for
         self.node_type = HaloExchange if cartesian else UnstructuredHaloExchange
         self.implementation = compiled_implementation(transport, self.node_type, auto)
         reads = self.node_type.implementations[self.implementation].PLAN_ARRAYS

@@ -2,7 +2,7 @@
 
 Fields of one exchange with the same shape and dtype form a *group*; each group has one send
 and one receive arena, a flat buffer holding every direction's boxes (*segments*) back to
-back. The MPI expansion packs into and unpacks from them (``mpi_expansion.py``), and a
+back. The MPI expansion packs into and unpacks from them (``transports/mpi/expansion.py``), and a
 producer stencil may write its field's send segments itself (``producer_fusion.py``): both
 index the arena with ``Segment.flat_index``.
 """

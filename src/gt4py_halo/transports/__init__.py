@@ -2,7 +2,7 @@
 
 A transport is chosen by name, as data: ``TRANSPORTS`` maps each name to its runtime mover
 (module and class) and to the modules whose import registers its DaCe expansions of the
-exchange nodes (``sdfg/nodes.py``) under the implementation name ``name.upper()``. Nothing is
+exchange nodes (``compiled/nodes.py``) under the implementation name ``name.upper()``. Nothing is
 imported before it is chosen, so a missing optional dependency (GHEX) only matters to those
 who ask for it. ``"auto"`` picks the first transport of ``AUTO_ORDER`` that can be used.
 """
@@ -25,11 +25,12 @@ class Transport:
 
 TRANSPORTS = {
     "mpi": Transport(
-        ("gt4py_halo.backends.mpi", "MpiTransport"),
-        ("gt4py_halo.sdfg.mpi_expansion", "gt4py_halo.sdfg.unstructured_expansion"),
+        ("gt4py_halo.transports.mpi.runtime", "MpiTransport"),
+        ("gt4py_halo.transports.mpi.expansion", "gt4py_halo.transports.mpi.unstructured"),
     ),
     "ghex": Transport(
-        ("gt4py_halo.backends.ghex", "GhexTransport"), ("gt4py_halo.sdfg.ghex_expansion",)
+        ("gt4py_halo.transports.ghex.runtime", "GhexTransport"),
+        ("gt4py_halo.transports.ghex.expansion",),
     ),
 }
 #: ``backend="auto"``: the first of these whose software is installed.

@@ -9,7 +9,7 @@ the same shape symbols), so DaCe's ``MapFusionHorizontal`` merges them: one loop
 GPU kernel, per direction and shape.
 
 ``fuse_exchange_maps`` returns what it fused (``FusionReport``), and logs it at debug level
-(logger ``gt4py_halo.sdfg.fusion``); ``Program.fusion_report`` gives it for a step.
+(logger ``gt4py_halo.compiled.fusion``); ``Program.fusion_report`` gives it for a step.
 """
 
 from __future__ import annotations

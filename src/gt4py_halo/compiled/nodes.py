@@ -5,7 +5,7 @@ is one read-write connector (``_f0``, ``_f1``, ...), so a stencil that writes a 
 the exchange, and one that reads it after, are ordered by data edges rather than by side
 effects or state boundaries. How the bytes move is an expansion, chosen by name (the
 description's ``transport``, which is the node's ``implementation``): each transport registers
-its own (``backends.TRANSPORTS``); the node knows none of them.
+its own (``transports.TRANSPORTS``); the node knows none of them.
 
 Everything about the exchange that is the same on every rank is its ``CompiledExchange``
 (``node.spec``): made when the step is parsed (``convertible.exchange_sdfg``), replaced by the
@@ -35,7 +35,7 @@ import dace.library
 from dace import properties
 from dace.sdfg import nodes
 
-from gt4py_halo.sdfg.phases import phase_connectors
+from gt4py_halo.compiled.phases import phase_connectors
 
 #: ``_peers[k]`` when direction ``k`` leads to the rank itself (a periodic axis not split over
 #: ranks); other values: the neighbour's rank, or -1 (``NO_RANK``) beyond an open boundary.
@@ -107,7 +107,7 @@ class _Exchange(nodes.LibraryNode):
 class HaloExchange(_Exchange):
     """Halo exchange of the fields of one cartesian exchange plan."""
 
-    implementations: ClassVar[dict] = {}  # transports register theirs (backends.TRANSPORTS)
+    implementations: ClassVar[dict] = {}  # transports register theirs (transports.TRANSPORTS)
     default_implementation = None
 
 
@@ -118,7 +118,7 @@ class UnstructuredHaloExchange(_Exchange):
     Axis 0 of every field is the dim's local index space (owned, then halo cells).
     """
 
-    implementations: ClassVar[dict] = {}  # transports register theirs (backends.TRANSPORTS)
+    implementations: ClassVar[dict] = {}  # transports register theirs (transports.TRANSPORTS)
     default_implementation = None
 
 

@@ -32,11 +32,11 @@ from dace import dtypes
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
+from gt4py_halo.compiled.graph import connect_whole, nested_for, on_device
+from gt4py_halo.compiled.nodes import HaloExchange, UnstructuredHaloExchange
+from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 from gt4py_halo.errors import BackendUnavailableError, FieldError
-from gt4py_halo.sdfg.graph import connect_whole, nested_for, on_device
-from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
-from gt4py_halo.sdfg.nodes import HaloExchange, UnstructuredHaloExchange
-from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
+from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
 try:
     import ghex

@@ -24,9 +24,9 @@ import dace
 from dace.frontend.common import op_repository as oprepo
 from dace.frontend.python.common import DaceSyntaxError
 
+from gt4py_halo.compiled.message_buffers import message_buffers
+from gt4py_halo.compiled.phases import TOKEN
 from gt4py_halo.errors import ProgramError
-from gt4py_halo.sdfg.message_buffers import message_buffers
-from gt4py_halo.sdfg.phases import TOKEN
 
 
 @dace.serialize.serializable
@@ -83,7 +83,7 @@ def _call_writing(sdfg: dace.SDFG, token: str) -> tuple[dace.SDFGState, Any] | N
 
 def _finish_sdfg(start_sdfg: dace.SDFG) -> dace.SDFG:
     """The SDFG of the finish: the start's node as ``phase="finish"``, same arguments."""
-    from gt4py_halo.sdfg.nodes import EXCHANGE_NODES
+    from gt4py_halo.compiled.nodes import EXCHANGE_NODES
 
     start_state, start = next(
         (s, n) for s in start_sdfg.all_states() for n in s.nodes() if isinstance(n, EXCHANGE_NODES)

@@ -48,11 +48,11 @@ from dace.sdfg.state import ConditionalBlock, ControlFlowRegion
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
-from gt4py_halo.sdfg.arena_copies import add_arena_copy, direction_symbols
-from gt4py_halo.sdfg.arenas import Arena, Segment, arenas, opposites
-from gt4py_halo.sdfg.fusion import copy_map_label
-from gt4py_halo.sdfg.graph import add_persistent, connect_whole, on_device
-from gt4py_halo.sdfg.host_staging import (
+from gt4py_halo.compiled.arena_copies import add_arena_copy, direction_symbols
+from gt4py_halo.compiled.arenas import Arena, Segment, arenas, opposites
+from gt4py_halo.compiled.fusion import copy_map_label
+from gt4py_halo.compiled.graph import add_persistent, connect_whole, on_device
+from gt4py_halo.compiled.host_staging import (
     WAIT_FOR_STREAM,
     allocate_mirror,
     copy_on_stream,
@@ -60,10 +60,10 @@ from gt4py_halo.sdfg.host_staging import (
     mirror,
     mirror_fields,
 )
-from gt4py_halo.sdfg.in_place import MAX_RUNS, Runs, box_runs
-from gt4py_halo.sdfg.mpi_environment import MPI as MpiEnvironment
-from gt4py_halo.sdfg.nodes import SELF, HaloExchange
-from gt4py_halo.sdfg.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
+from gt4py_halo.compiled.in_place import MAX_RUNS, Runs, box_runs
+from gt4py_halo.compiled.nodes import SELF, HaloExchange
+from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
+from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
 
 @dace.library.register_expansion(HaloExchange, "MPI")

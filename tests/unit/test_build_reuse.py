@@ -1,0 +1,54 @@
+"""A compiled step is built once: a later run of the same program finds its build and loads
+it instead of compiling again; a different step gets a build of its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+STEP = textwrap.dedent(
+    """
+    import dace
+    import numpy as np
+    from mpi4py import MPI
+    import gt4py_halo as gh
+
+    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
+    ex = gh.make_exchange(d, backend="mpi")
+
+    @gh.program(comm=MPI.COMM_SELF)
+    def step(a):
+        ex.exchange(a)
+        for i, j in dace.map[1 : a.shape[0] - 1, 1 : a.shape[1] - 1]:
+            a[i, j] = a[i, j] * SCALE
+
+    a = np.arange(float(np.prod(d.allocated_shape))).reshape(d.allocated_shape)
+    step(a)
+    print(a.sum())
+    """
+)
+
+
+def run_step(workdir, scale: str) -> tuple[float, dict]:
+    """The step's result, and every library in the working directory with its mtime."""
+    script = workdir / f"step_{scale}.py"  # DaCe parses the step from its source file
+    script.write_text(STEP.replace("SCALE", scale))
+    done = subprocess.run(
+        [sys.executable, script.name],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    libraries = {p: p.stat().st_mtime_ns for p in workdir.rglob("*.so")}
+    return float(done.stdout.split()[-1]), libraries
+
+
+def test_a_second_run_loads_the_first_runs_build(tmp_path):
+    total, built = run_step(tmp_path, "2.0")
+    assert built, "no build in the working directory"
+    assert run_step(tmp_path, "2.0") == (total, built), "the same step was built again"
+    other, libraries = run_step(tmp_path, "3.0")  # another step: a build of its own
+    assert other != total
+    assert len(libraries) > len(built)
