@@ -1,0 +1,26 @@
+"""The demo and the examples run, small, on every rank count, and check themselves: each
+compares its gathered result with one rank alone, bit for bit, and returns 1 if they differ."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from conftest import load_example
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_demo(diffusion: ModuleType, capsys) -> None:
+    """All four variants of the step run; the compiled one and the one from Python give the
+    bits of one rank alone."""
+    assert diffusion.main(["--shape", "37,29", "--steps", "3", "--rounds", "2"]) == 0
+    printed = capsys.readouterr().out
+    if diffusion.MPI.COMM_WORLD.rank == 0:
+        assert printed.count("identical bit for bit to one rank alone") == 2
+        for variant in ("(a) compiled step", "(b) Python", "(c) Python", "(d) Python"):
+            assert f"| {variant}" in printed
+
+
+def test_the_unstructured_example() -> None:
+    assert load_example(EXAMPLES / "unstructured_step.py").main() == 0
