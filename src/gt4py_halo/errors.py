@@ -18,7 +18,8 @@ class FieldError(HaloError, ValueError):
 
 
 class BackendError(HaloError, ValueError):
-    """An unknown or misconfigured transport backend."""
+    """An unknown or misconfigured transport, one without a compiled expansion of an exchange,
+    or one asked for more than it can do (exchanges in flight beyond its message tags)."""
 
 
 class BackendUnavailableError(HaloError, ImportError):

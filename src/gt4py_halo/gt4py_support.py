@@ -11,6 +11,12 @@ Two problems, checked with gt4py 1.2.3:
   ``compile_on_one_rank`` lets one rank fill gt4py's persistent build cache before the others
   load from it.
 
+Also, ``warn_if_oversubscribed``: GT4Py's DaCe and gtfn CPU backends parallelize stencils with
+OpenMP, which starts as many threads per process as the node has cores unless
+``OMP_NUM_THREADS`` says otherwise; with several ranks per node that oversubscribes the cores,
+and each parallel region then waits for threads that are not running (a diffusion step here
+took 250x longer with 2 ranks of 2 threads on 2 cores than with 1 thread each).
+
 gt4py is imported lazily: importing it takes seconds, and ``gt4py_halo`` is also used without it.
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable
 
 from mpi4py import MPI
@@ -82,3 +89,39 @@ def _compile_and_wait[T](compile_fn: Callable[[], T]) -> T:
     result = compile_fn()
     gtx.wait_for_compilation()
     return result
+
+
+#: What MPI launchers put in the environment: ranks on this node, and this rank among them
+#: (MPICH's Hydra, Open MPI, Slurm).
+_LOCAL_SIZE = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
+_LOCAL_RANK = ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
+_warned = False
+
+
+def warn_if_oversubscribed() -> None:
+    """Warn once per node (on its first rank) if its ranks would run more OpenMP threads
+    than it has cores. Reads the environment only: no MPI call, so any rank may call it."""
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    ranks = _first_int(_LOCAL_SIZE, default=1)
+    cores = os.cpu_count() or 1
+    threads = _first_int(("OMP_NUM_THREADS",), default=cores)  # OpenMP's default: all cores
+    if ranks * threads > cores and _first_int(_LOCAL_RANK, default=0) == 0:
+        warnings.warn(
+            f"{ranks} MPI rank(s) on this node with {threads} OpenMP thread(s) each, on "
+            f"{cores} core(s): GT4Py's CPU stencils will crawl; set OMP_NUM_THREADS="
+            f"{max(cores // ranks, 1)} (or fewer ranks per node)",
+            stacklevel=4,  # the user's line that built the first decomposition
+        )
+
+
+def _first_int(names: tuple[str, ...], default: int) -> int:
+    """The first of the environment variables ``names`` that holds an integer (OpenMP's
+    ``OMP_NUM_THREADS=4,2`` counts its first level)."""
+    for name in names:
+        value = os.environ.get(name, "").split(",")[0].strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return default

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import gt4py.next as gtx
 import numpy as np
 import pytest
@@ -133,3 +136,93 @@ def test_alternating_field_sets_of_one_signature(backend):
         ex.exchange(first)
         np.testing.assert_array_equal(first, expected)
         np.testing.assert_array_equal(second, expected)
+
+
+def layout(d, levels, dtype, kind):
+    """A filled local field: C or Fortran order, or levels outermost in memory."""
+    if kind == "levels-outermost":
+        a = filled_local(d, levels, dtype)
+        moved = np.ascontiguousarray(np.moveaxis(a, -1, 0))
+        return np.moveaxis(moved, 0, -1)
+    return filled_local(d, levels, dtype, kind)
+
+
+# level shape, dtype, memory layout: one after the other through one exchange object
+FIELD_KINDS = [
+    ((), np.float64, "C"),
+    ((3,), np.float64, "C"),
+    ((3,), np.float32, "F"),
+    ((4,), np.float64, "levels-outermost"),
+    ((1,), np.float64, "C"),  # one level: its stride equals the innermost axis' stride
+    ((2, 2), np.int32, "C"),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fields_of_every_kind_in_turn(backend):
+    """One exchange object takes 2-D and 3-D fields, dtypes and layouts in any order, alone
+    and mixed in one call (pyghex's communication objects each serve one buffer type)."""
+    d = gh.CartesianDecomposition((13, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
+    ex = gh.make_exchange(d, backend=backend)
+    for _ in range(2):
+        for levels, dtype, kind in FIELD_KINDS:
+            field = layout(d, levels, dtype, kind)
+            ex.exchange(field)
+            np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+        fields = [layout(d, *spec) for spec in FIELD_KINDS]
+        h = ex.start(*fields)
+        h.finish()
+        for field, (levels, dtype, _) in zip(fields, FIELD_KINDS):
+            np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_many_exchanges_in_flight(backend):
+    """Up to the limit, every exchange in flight fills exact halos (GHEX reads its buffer
+    descriptions until the wait); beyond it, a clear error before anything is posted."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=(True, False))
+    ex = gh.make_exchange(d, backend=backend)
+    fields = [filled_local(d, (), np.float64) for _ in range(256)]
+    handles = [ex.start(f) for f in fields]
+    if backend == "mpi":  # one message tag per exchange in flight, 256 per plan
+        extra = filled_local(d, (), np.float64)
+        with pytest.raises(gh.BackendError, match="more than 256 exchanges in flight"):
+            ex.start(extra)
+        np.testing.assert_array_equal(extra, filled_local(d, (), np.float64))
+    else:
+        fields.append(filled_local(d, (), np.float64))
+        handles.append(ex.start(fields[-1]))
+    for h in reversed(handles):  # finished in another order than started
+        h.finish()
+    expected = expected_local(d, (), np.float64)
+    for field in fields:
+        np.testing.assert_array_equal(field, expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exchanged_fields_are_not_kept_alive(backend):
+    """What a transport keeps for the fields it exchanged never keeps them alive: fresh
+    fields at every call leave no memory behind."""
+    d = gh.CartesianDecomposition((24, 20, 6), halo=(1, 1, 0), periodic=True)
+    ex = gh.make_exchange(d, backend=backend)
+    gone = []
+    for _ in range(3):
+        field = filled_local(d, (), np.float64)
+        h = ex.start(field)
+        h.finish()
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+        gone.append(weakref.ref(field))
+        del field, h
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None, None], "a field kept alive after its exchange"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decompositions_release_their_communicators(backend):
+    """More decompositions over a run than MPI has communicators (2048 here), each used for
+    an exchange and dropped: each frees what it duplicated, and its transport's requests."""
+    for _ in range(2100):
+        d = gh.CartesianDecomposition((8, 6), halo=1, periodic=(True, False))
+        field = filled_local(d, (), np.float64)
+        gh.make_exchange(d, backend=backend).exchange(field)
+    np.testing.assert_array_equal(field, expected_local(d, (), np.float64))

@@ -57,7 +57,7 @@ class CartesianDecomposition:
         proc_grid: Sequence[int] | None = None,
         comm: MPI.Comm | None = None,
     ) -> None:
-        self.comm = private_communicator(comm)
+        self.comm = private_communicator(self, comm)
         problem = None
         try:
             self.global_shape = _positive_shape(global_shape)

@@ -7,16 +7,20 @@ raise the same exception.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo.errors import DecompositionError, RanksDisagreeError
+from gt4py_halo.gt4py_support import warn_if_oversubscribed
 
 
-def private_communicator(comm: MPI.Comm | None) -> MPI.Comm:
-    """A duplicate of ``comm`` (default: MPI_COMM_WORLD) owned by one decomposition.
+def private_communicator(owner: object, comm: MPI.Comm | None) -> MPI.Comm:
+    """A duplicate of ``comm`` (default: MPI_COMM_WORLD) owned by ``owner`` (a decomposition),
+    freed when ``owner`` is garbage-collected (MPI allows a few thousand communicators per
+    process; a program may build many decompositions over its run).
 
     Its messages can then never match those of the user's code or another decomposition.
     """
@@ -29,7 +33,16 @@ def private_communicator(comm: MPI.Comm | None) -> MPI.Comm:
         )
     if not isinstance(comm, MPI.Intracomm):
         raise DecompositionError(f"comm must be an mpi4py intracommunicator, got {comm!r}")
-    return comm.Dup()
+    warn_if_oversubscribed()
+    duplicate = comm.Dup()
+    weakref.finalize(owner, free_communicator, duplicate)
+    return duplicate
+
+
+def free_communicator(comm: MPI.Comm) -> None:
+    """Free ``comm`` unless MPI is finalized already (at exit, the order is not ours)."""
+    if not MPI.Is_finalized() and comm != MPI.COMM_NULL:
+        comm.Free()
 
 
 def raise_on_all_ranks(comm: MPI.Comm, problem: str | None) -> None:

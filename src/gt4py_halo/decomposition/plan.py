@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gt4py_halo.errors import BackendError
+
 #: Number of message tags each plan reserves: one per exchange of that plan in flight at once.
 TAGS_PER_PLAN = 256
 
@@ -128,9 +130,10 @@ class ExchangePlan:
 
     def message_tag(self, slot: int) -> int:
         if not 0 <= slot < TAGS_PER_PLAN:
-            raise RuntimeError(
-                f"plan {self.name!r}: more than {TAGS_PER_PLAN} exchanges in flight at once; "
-                "finish some before starting more"
+            raise BackendError(
+                f"plan {self.name!r}: more than {TAGS_PER_PLAN} exchanges in flight at once "
+                "(the 'mpi' transport has that many message tags per plan); finish some before "
+                "starting more"
             )
         return self.tag + slot
 

@@ -38,7 +38,7 @@ class UnstructuredDecomposition:
     """
 
     def __init__(self, dims: Mapping[str, GidLists], comm: MPI.Comm | None = None) -> None:
-        self.comm = private_communicator(comm)
+        self.comm = private_communicator(self, comm)
         self.rank = self.comm.Get_rank()
         names = sorted(dims) if isinstance(dims, Mapping) else None
         _check_same_names(self.comm, names)

@@ -51,14 +51,14 @@ class Exchange:
         Until ``finish`` the fields' owned cells must not change and their halos must not be
         read. All fields travel together: one message per neighbour.
         """
+        arrays = _arrays(fields)
         checked = self._checked.get(dim, fields)
-        if checked is not None and _still_writeable(checked[1]):
-            plan, arrays, specs = checked
+        if checked is not None and _still_writeable(arrays):
+            plan, specs = checked
         else:
             plan = self.decomposition.plan(dim)
-            arrays = _arrays(fields)
             specs = specs_of(plan, arrays)
-            self._checked.put(dim, fields, (plan, arrays, specs))
+            self._checked.put(dim, fields, (plan, specs))
         return ExchangeHandle(self._transport.start(plan, arrays, specs))
 
     def __repr__(self) -> str:

@@ -2,32 +2,70 @@
 
 A model exchanges the same few fields every step (``u``, then ``v``, ...): checking them and
 slicing their views again on every call would cost more than the copies of a small halo. Keys
-are object identities; entries hold the objects themselves, so an id cannot be reused by a new
-object while its entry lives. Least recently used entries go beyond ``size``.
+are object identities. The cache never keeps those objects alive: it holds no reference to
+them, and an entry is dropped the moment one of its objects is garbage-collected (so an id
+reused by a new object never finds an old entry). Values must not reference the objects
+either (``unowned_view``). Objects that cannot be weakly referenced are not cached. Least
+recently used entries go beyond ``size``.
 """
 
 from __future__ import annotations
 
+import ctypes
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any
+
+import numpy as np
 
 
 class IdentityCache:
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: OrderedDict[tuple, tuple[tuple[Any, ...], Any]] = OrderedDict()
+        self._entries: OrderedDict[tuple, Any] = OrderedDict()
+        self._watched: set[int] = set()  # ids of objects whose collection drops their entries
 
     def get(self, tag: Hashable, objects: Sequence[Any]) -> Any:
         """The value stored for exactly these objects (and ``tag``), or ``None``."""
         key = (tag, *map(id, objects))
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        self._entries.move_to_end(key)
-        return entry[1]
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
 
     def put(self, tag: Hashable, objects: Sequence[Any], value: Any) -> None:
-        self._entries[(tag, *map(id, objects))] = (tuple(objects), value)
+        try:
+            for obj in objects:
+                if id(obj) not in self._watched:
+                    weakref.finalize(obj, self._forget, id(obj))
+                    self._watched.add(id(obj))
+        except TypeError:  # not weakly referenceable: not cached
+            return
+        self._entries[(tag, *map(id, objects))] = value
         if len(self._entries) > self._size:
             self._entries.popitem(last=False)
+
+    def _forget(self, identity: int) -> None:
+        """An object is gone: drop every entry it keys (its id may be reused now)."""
+        self._watched.discard(identity)
+        for key in [k for k in self._entries if identity in k[1:]]:
+            del self._entries[key]
+
+
+def unowned_view(array: Any) -> np.ndarray | None:
+    """A view of ``array``'s memory that holds no reference to ``array``; ``None`` where that
+    cannot be made (device arrays, empty ones).
+
+    What a cache keeps for a user's array must not keep it alive; whoever uses the view keeps
+    the array alive meanwhile (an exchange in flight holds its fields).
+    """
+    if not isinstance(array, np.ndarray) or array.size == 0:
+        return None
+    low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s > 0)
+    address = array.__array_interface__["data"][0] + low
+    memory = (ctypes.c_char * (high - low + array.itemsize)).from_address(address)
+    view = np.ndarray(array.shape, array.dtype, memory, offset=-low, strides=array.strides)
+    view.flags.writeable = array.flags.writeable
+    return view

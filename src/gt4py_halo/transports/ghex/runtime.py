@@ -7,16 +7,25 @@ order (owned, then halo). Tests check that GHEX fills exactly the halos the exch
 describes.
 
 What is built once: the context, one pattern per (plan, level shape), field descriptors per
-field buffer (a new buffer address, shape or strides makes a new descriptor, so a reallocated
-field is never exchanged through a stale one), and a pool of communication objects: GHEX runs
-one exchange per communication object at a time, so split-phase exchanges in flight each take
-one from the pool. pyghex exchanges one C++ buffer type (dtype and memory layout) per call, so
-fields of different types in one call travel as one GHEX exchange per type.
+field array, and pools of communication objects: GHEX runs one exchange per communication
+object at a time, so split-phase exchanges in flight each take one from a pool. pyghex
+exchanges one C++ buffer type (dtype, number of axes, memory layout) per call, so fields of
+different types in one call travel as one GHEX exchange per type, and a communication object
+serves one buffer type for good (pyghex fails on another): one pool per plan and buffer type.
+
+A descriptor is made over a view of the field's memory that does not reference the field
+(pyghex's descriptor keeps what it is given alive), kept per field object and dropped when the
+field is: the cache never keeps a user's array alive. An exchange in flight keeps its fields,
+their descriptors and GHEX's buffer infos alive until it is waited for (GHEX reads them through
+raw pointers: with the buffer infos freed early, exchanges in flight garbled halos and
+crashed); exchanges still in flight when the interpreter exits are finished then, before MPI
+is.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import atexit
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +34,7 @@ import numpy as np
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import BackendUnavailableError, DecompositionError, FieldError
+from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
 
 try:
     import ghex
@@ -39,7 +49,7 @@ except ImportError as error:
         f"the Boost and libnuma headers, e.g. apt-get install libboost-dev libnuma-dev); ({error})"
     ) from error
 
-#: Field descriptors kept per transport; old buffers fall out in least-recently-used order.
+#: Field descriptors kept per transport, the least recently used dropped first.
 DESCRIPTOR_CACHE_SIZE = 256
 #: Dimensions GHEX's structured regular bindings are compiled for, at most.
 GHEX_MAX_DIMS = 4
@@ -73,6 +83,7 @@ class _CartesianPatterns:
 
     def descriptor(self, domain: Any, array: np.ndarray, spec: FieldSpec, position: int) -> Any:
         offsets = tuple(s.start for s in self._d.owned) + (0,) * len(spec.level_shape)
+        array = _unit_axes_outermost(array)
         extents = _padded_extents(array, position)
         return ghex_regular.make_field_descriptor(domain, array, offsets, extents)
 
@@ -112,8 +123,8 @@ class GhexTransport:
         self._decomposition = decomposition
         self._context = make_context(decomposition.comm)
         self._patterns: dict[str, Any] = {}
-        self._descriptors: OrderedDict[tuple, Any] = OrderedDict()
-        self._idle_objects: dict[str, list[Any]] = {}
+        self._descriptors = IdentityCache(DESCRIPTOR_CACHE_SIZE)
+        self._idle_objects: dict[tuple[str, type], list[Any]] = {}
 
     @classmethod
     def for_decomposition(cls, decomposition: Any) -> GhexTransport:
@@ -129,16 +140,17 @@ class GhexTransport:
             pattern, domain = patterns.pattern(spec)
             descriptor = self._descriptor(plan, patterns, domain, array, spec, position)
             applied.append(pattern(descriptor))
-        # pyghex takes one C++ buffer type (dtype, layout) per call: one call per group
+        # pyghex takes one C++ buffer type (dtype, axes, layout) per call: one call per group
         groups: dict[type, list[Any]] = {}
         for item in applied:
             groups.setdefault(type(item), []).append(item)
-        idle = self._idle_objects.setdefault(plan.name, [])
         started = []
-        for group in groups.values():
-            co = idle.pop() if idle else self._new_communication_object()
-            started.append((co.exchange(group), co))
-        return PendingGhexExchange(started, idle, arrays)
+        for kind, group in groups.items():
+            pool = self._idle_objects.setdefault((plan.name, kind), [])
+            co = pool.pop() if pool else self._new_communication_object()
+            started.append((co.exchange(group), co, pool))
+        # GHEX reads the fields, their descriptors and buffer infos until the wait
+        return PendingGhexExchange(started, (arrays, applied))
 
     def _patterns_of(self, plan: ExchangePlan) -> Any:
         if plan.name not in self._patterns:
@@ -159,15 +171,15 @@ class GhexTransport:
         spec: FieldSpec,
         position: int,
     ) -> Any:
-        key = (plan.name, _address(array), array.shape, array.strides, spec.dtype)
-        descriptor = self._descriptors.get(key)
+        tag = (plan.name, spec)
+        descriptor = self._descriptors.get(tag, [array])
         if descriptor is None:
-            descriptor = patterns.descriptor(domain, array, spec, position)
-            self._descriptors[key] = descriptor
-            if len(self._descriptors) > DESCRIPTOR_CACHE_SIZE:
-                self._descriptors.popitem(last=False)
-        else:
-            self._descriptors.move_to_end(key)
+            view = unowned_view(array)
+            descriptor = patterns.descriptor(
+                domain, array if view is None else view, spec, position
+            )
+            if view is not None:  # else it references the array: not kept
+                self._descriptors.put(tag, [array], descriptor)
         return descriptor
 
     def _new_communication_object(self) -> Any:
@@ -177,27 +189,44 @@ class GhexTransport:
 
 
 class PendingGhexExchange:
-    """GHEX exchanges in flight; ``wait`` returns their communication objects to the pool."""
+    """GHEX exchanges in flight; ``wait`` returns their communication objects to their pools."""
 
-    def __init__(self, started: list[tuple[Any, Any]], pool: list[Any], arrays: Any) -> None:
+    def __init__(self, started: list[tuple[Any, Any, list]], kept: Any) -> None:
         self._started = started
-        self._pool = pool
-        self._arrays = arrays  # GHEX holds raw pointers: keep the fields alive until done
+        self._kept = kept  # GHEX holds raw pointers: keep what they point to alive until done
+        _UNFINISHED.add(self)
 
     def test(self) -> bool:
-        return all(handle.is_ready() for handle, _ in self._started)
+        return all(handle.is_ready() for handle, _, _ in self._started)
 
     def wait(self) -> None:
+        if self not in _UNFINISHED:
+            return
         try:
-            for handle, _ in self._started:
+            for handle, _, _ in self._started:
                 handle.wait()
         finally:
-            self._pool.extend(co for _, co in self._started)
+            _UNFINISHED.discard(self)
+            for _, co, pool in self._started:
+                pool.append(co)
 
 
-def _address(array: Any) -> int:
-    interface = getattr(array, "__cuda_array_interface__", None) or array.__array_interface__
-    return interface["data"][0]
+#: Exchanges started and not yet waited for, finished at exit (before MPI is finalized); held
+#: even where the user dropped the handle: GHEX writes into their fields until then.
+_UNFINISHED: set[PendingGhexExchange] = set()
+
+
+@atexit.register
+def _finish_at_exit() -> None:
+    unfinished = list(_UNFINISHED)
+    if unfinished:
+        warnings.warn(
+            f"{len(unfinished)} 'ghex' halo exchange(s) started and never finished: finished "
+            "at exit (call finish() on what ex.start returned)",
+            stacklevel=1,
+        )
+    for pending in unfinished:
+        pending.wait()
 
 
 def _check_device(array: Any, position: int) -> None:
@@ -206,6 +235,20 @@ def _check_device(array: Any, position: int) -> None:
             f"field {position} is a GPU array, but this GHEX build has no GPU support; "
             "build GHEX with GHEX_USE_GPU=ON or use the 'mpi' backend"
         )
+
+
+def _unit_axes_outermost(array: Any) -> Any:
+    """``array`` with the strides of its axes of extent 1 set to put them outermost: those
+    strides address nothing, but pyghex orders the axes by stride, and GHEX derives the
+    others' from that order (a C-ordered field with one level had a level stride equal to
+    the innermost one, which reads as overlapping axes)."""
+    if 1 not in array.shape or not isinstance(array, np.ndarray):
+        return array
+    span = max((n * abs(s) for n, s in zip(array.shape, array.strides) if n != 1), default=0)
+    strides = tuple(
+        max(span, array.itemsize) if n == 1 else s for n, s in zip(array.shape, array.strides)
+    )
+    return np.lib.stride_tricks.as_strided(array, strides=strides)
 
 
 def _padded_extents(array: Any, position: int) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ allocated once, like the device buffers.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -21,7 +22,7 @@ from mpi4py import MPI
 
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, Region
 from gt4py_halo.errors import RanksDisagreeError
-from gt4py_halo.runtime.identity_cache import IdentityCache
+from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
 from gt4py_halo.runtime.packing import MessageBuffer, self_copies
 
 #: Field sets per message set whose bound copies are kept.
@@ -90,20 +91,29 @@ class MessageSet:
                 self._peers.append(neighbour.rank)
         self._statuses = [MPI.Status() for _ in self._recv_requests]
         self._bound = IdentityCache(BOUND_FIELD_SETS)
+        # a persistent request holds its communicator: freed with the message set, or the
+        # decomposition's communicator is never released
+        weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
 
     def _bind(self, arrays: Sequence[Any]) -> None:
+        """The copies of this exchange, over views that do not keep ``arrays`` alive where
+        such views can be made (the caller holds them until ``finish``), then kept for when
+        the same arrays come again."""
         bound = self._bound.get(None, arrays)
         if bound is None:
+            views = [unowned_view(a) for a in arrays]
+            over = [a if v is None else v for a, v in zip(arrays, views)]
             bound = (
-                [copy for b in self._packs for copy in b.pack_copies(arrays)],
-                [copy for b in self._unpacks for copy in b.unpack_copies(arrays)],
+                [copy for b in self._packs for copy in b.pack_copies(over)],
+                [copy for b in self._unpacks for copy in b.unpack_copies(over)],
                 [
                     copy
                     for send, recv in self._self_regions
-                    for copy in self_copies(send, recv, arrays, self._xp)
+                    for copy in self_copies(send, recv, over, self._xp)
                 ],
             )
-            self._bound.put(None, arrays, bound)
+            if all(v is not None for v in views):
+                self._bound.put(None, arrays, bound)
         self._pack, self._unpack, self._local = bound
 
     def start(self, arrays: Sequence[Any]) -> None:
@@ -186,15 +196,18 @@ class MpiTransport:
             self._sets[key] = messages
         messages.start(arrays)
         busy.add(slot)
-        return PendingMpiExchange(messages, lambda: busy.discard(slot))
+        return PendingMpiExchange(messages, lambda: busy.discard(slot), arrays)
 
 
 class PendingMpiExchange:
-    """An MPI exchange in flight; ``finish`` unpacks, and releases its tag slot."""
+    """An MPI exchange in flight; ``finish`` unpacks, and releases its tag slot and fields."""
 
-    def __init__(self, messages: MessageSet, release: Callable[[], None]) -> None:
+    def __init__(
+        self, messages: MessageSet, release: Callable[[], None], arrays: Sequence[Any]
+    ) -> None:
         self._messages = messages
         self._release = release
+        self._arrays = arrays  # the copies' views do not hold them: alive until unpacked
 
     def test(self) -> bool:
         return self._messages.test()
@@ -204,6 +217,13 @@ class PendingMpiExchange:
             self._messages.finish()
         finally:
             self._release()
+            self._arrays = ()
+
+
+def _free_requests(requests: list[MPI.Prequest]) -> None:
+    if not MPI.Is_finalized():
+        for request in requests:
+            request.Free()
 
 
 def _array_module(array: Any) -> ModuleType:
