@@ -266,12 +266,13 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
         fields = fresh()
 
 
-def test_new_shapes_reuse_the_build_with_buffers_of_their_own(comm) -> None:
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_new_shapes_reuse_the_build_with_buffers_of_their_own(comm, backend) -> None:
     """Fields with more levels than at the first call (the same exchange, the same build):
-    the message buffers and persistent requests must be those of the new shapes, and the
-    first shapes must still work after."""
+    the message buffers and persistent requests (GHEX: patterns) must be those of the new
+    shapes, and the first shapes must still work after."""
     d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
-    ex = gh.make_exchange(d)
+    ex = gh.make_exchange(d, backend=backend)
 
     @gh.program(comm=comm)
     def exchange_levels(a):
