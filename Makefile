@@ -15,7 +15,7 @@ EXTRAS    ?= test,ghex,nvcc
 RUN_ENV   := PATH="$(CURDIR)/$(BIN):$$PATH" OMP_NUM_THREADS=1 \
              GT4PY_BUILD_CACHE_LIFETIME=persistent GT4PY_BUILD_CACHE_DIR="$(CURDIR)/.cache/gt4py"
 
-.PHONY: demo test install benchmark clean
+.PHONY: demo test install benchmark docs clean
 
 install: $(STAMP)
 
@@ -35,6 +35,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(RUN_ENV) tools/run-tests.sh
+
+# the API reference from the docstrings (the guide: docs/guide.md)
+docs: $(STAMP)
+	$(RUN_ENV) $(BIN)/python -m pdoc -d restructuredtext -o build/docs gt4py_halo
 
 benchmark: $(STAMP)
 	$(RUN_ENV) mpirun -n 2 $(BIN)/python -m mpi4py benchmarks/runtime_exchange.py

@@ -16,11 +16,6 @@ ENV_VARIABLE = "GT4PY_HALO_BACKEND"
 DEFAULT_BACKEND = "mpi"
 
 
-def configured_backend(explicit: str | None = None) -> str:
-    """The backend name to use."""
-    return backend_and_source(explicit)[0]
-
-
 def backend_and_source(explicit: str | None = None) -> tuple[str, str]:
     """The backend name to use, and where it came from (for messages and
     ``python -m gt4py_halo``)."""

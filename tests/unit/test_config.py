@@ -7,7 +7,7 @@ import pytest
 
 import gt4py_halo as gh
 from gt4py_halo import transports
-from gt4py_halo.config import ENV_VARIABLE, configured_backend
+from gt4py_halo.config import ENV_VARIABLE, backend_and_source
 from gt4py_halo.transports import TRANSPORTS, Transport
 
 
@@ -16,6 +16,10 @@ def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(ENV_VARIABLE, raising=False)
     return tmp_path
+
+
+def configured_backend(explicit: str | None = None) -> str:
+    return backend_and_source(explicit)[0]
 
 
 def test_default_is_mpi(workdir):
@@ -47,7 +51,10 @@ def test_make_exchange_uses_the_configuration(workdir, monkeypatch):
 def test_unknown_configured_backend_is_named(workdir, monkeypatch):
     monkeypatch.setenv(ENV_VARIABLE, "carrier-pigeon")
     d = gh.CartesianDecomposition((8, 8), halo=1)
-    with pytest.raises(gh.BackendError, match="'carrier-pigeon'.*known: ghex, mpi"):
+    with pytest.raises(
+        gh.BackendError,
+        match="'carrier-pigeon' \\(from the environment variable GT4PY_HALO_BACKEND\\).*known: ghex, mpi",
+    ):
         gh.make_exchange(d)
 
 

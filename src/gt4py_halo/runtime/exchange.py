@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gt4py_halo.config import configured_backend
+from gt4py_halo.config import backend_and_source
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.fields import as_array, specs_of
 from gt4py_halo.runtime.identity_cache import IdentityCache
@@ -29,11 +29,11 @@ class Exchange:
     """Halo exchanges of one decomposition over one transport."""
 
     def __init__(self, decomposition: Any, backend: str | None = None) -> None:
-        name = configured_backend(backend)
+        name, source = backend_and_source(backend)
         self.decomposition = decomposition
         #: The transport in use (``"auto"`` resolved).
         self.backend: str
-        self.backend, self._transport = make_transport(name, decomposition)
+        self.backend, self._transport = make_transport(name, decomposition, source)
         self._auto = name.lower() == "auto"
         # per dim, field sets already checked (a model exchanges the same few every step)
         self._checked = IdentityCache(FIELD_SETS_REMEMBERED)

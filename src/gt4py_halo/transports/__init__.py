@@ -37,9 +37,12 @@ TRANSPORTS = {
 AUTO_ORDER = ("ghex", "mpi")
 
 
-def make_transport(name: str, decomposition: Any) -> tuple[str, Any]:
+def make_transport(
+    name: str, decomposition: Any, source: str = "the backend argument"
+) -> tuple[str, Any]:
     """Build the transport called ``name`` (or chosen by ``"auto"``) for ``decomposition``;
-    return its registered name and the transport.
+    return its registered name and the transport. ``source``: where ``name`` came from
+    (``config.backend_and_source``), for the error if it names no transport.
 
     Collective over the decomposition's communicator, like the transports' own setup: ranks
     must ask for the same transport (else a ``RanksDisagreeError`` on every rank), and
@@ -52,7 +55,7 @@ def make_transport(name: str, decomposition: Any) -> tuple[str, Any]:
         name = next(c for c in AUTO_ORDER if all(c in found for found in per_rank))
     if not isinstance(name, str) or name.lower() not in TRANSPORTS:
         raise BackendError(
-            f"unknown halo-exchange backend {name!r}; known: "
+            f"unknown halo-exchange backend {name!r} (from {source}); known: "
             f"{', '.join(sorted(TRANSPORTS))} and 'auto'"
         )
     name = name.lower()
