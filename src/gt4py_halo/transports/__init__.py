@@ -83,14 +83,22 @@ def compiled_implementation(name: str, node_type: type, auto: bool = False) -> s
     """
     candidates = [name] + ([c for c in AUTO_ORDER if c != name] if auto else [])
     for candidate in candidates:
-        for module in TRANSPORTS[candidate].expansions:
-            importlib.import_module(module)
-        if candidate.upper() in node_type.implementations:
+        if _expands(candidate, node_type):
             return candidate.upper()
-    able = sorted(n for n in TRANSPORTS if n.upper() in node_type.implementations)
+    able = [n for n in sorted(TRANSPORTS) if _expands(n, node_type)]
     raise BackendError(
         f"the {name!r} transport has no compiled expansion of {node_type.__name__} yet: such "
         f"exchanges inside @gh.program can use {', '.join(map(repr, able))} "
         "(make_exchange(d, backend=...)); the runtime exchange (ex.exchange from Python) works "
         f"with {name!r}"
     )
+
+
+def _expands(name: str, node_type: type) -> bool:
+    """Whether transport ``name`` is installed and registers an expansion of ``node_type``."""
+    try:
+        for module in TRANSPORTS[name].expansions:
+            importlib.import_module(module)
+    except BackendUnavailableError:
+        return False
+    return name.upper() in node_type.implementations
