@@ -39,6 +39,13 @@ def build_on_root[T](
     return load(shared)
 
 
+def arrive(comm: MPI.Comm) -> None:
+    """Wait, sleeping, until every rank of ``comm`` got here: before a collective that ranks
+    reach after uneven work (lowering a step), so that the early ones do not spin in MPI on
+    the cores the late ones still work on."""
+    _sleep_until_done(comm.Ibarrier())
+
+
 def _release(comm: MPI.Comm, root: int, message: tuple[bool, Any]) -> None:
     comm.Ibarrier().Wait()
     comm.bcast(message, root=root)

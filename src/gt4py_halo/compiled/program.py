@@ -37,7 +37,7 @@ from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
 from gt4py_halo import transports
-from gt4py_halo.build_once import build_on_root
+from gt4py_halo.build_once import arrive, build_on_root
 from gt4py_halo.compiled.convertible import CLOSURE_PREFIX, PLANS
 from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
@@ -154,8 +154,10 @@ class Program:
                 warnings.simplefilter("ignore", UserWarning)
                 compiled = load_precompiled_sdfg(folder)
         else:
+            arrive(self._comm)
             self._check_layouts_agree(values, layouts)
             sdfg, _, exchanged = self._lower(values, layouts)
+            arrive(self._comm)  # lowering takes each rank its own time
             problem = None
             try:
                 _check_exchanged(self._dace_program.argnames, values, exchanged)
