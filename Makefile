@@ -6,10 +6,11 @@ VENV      := .venv
 BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 NP        ?= 2
-# optional dependencies installed: ghex (the 'ghex' transport, built from source) and nvcc
-# (CUDA 13 compiler wheels, ~350 MB: the tests compile the generated GPU code);
+# optional dependencies installed: ghex (the 'ghex' transport, built from source), nvcc
+# (CUDA 13 compiler wheels, ~350 MB: the tests compile the generated GPU code) and nccl
+# (NCCL's headers and library, ~300 MB: the tests build the nccl transport's GPU code);
 # `make install EXTRAS=test` into a fresh venv leaves them out
-EXTRAS    ?= test,ghex,nvcc
+EXTRAS    ?= test,ghex,nvcc,nccl
 # bundled MPICH on PATH; one OpenMP thread per rank (2 per rank made stencils 200x slower
 # on a 2-core machine); gt4py's persistent cache so each program compiles once
 RUN_ENV   := PATH="$(CURDIR)/$(BIN):$$PATH" OMP_NUM_THREADS=1 \

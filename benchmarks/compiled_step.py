@@ -15,6 +15,8 @@ back. Timed per iteration, reported per step (half an iteration):
 - ``p-compiled-stencil-packs``: ``a-compiled`` built with ``pack_in_producers=True``: the
   stencil before the second exchange writes that exchange's send buffers itself (the GPU
   default; off by default on a CPU);
+- ``g-compiled-ghex``: ``a-compiled`` with the ``ghex`` transport (GHEX's exchange called
+  from the step's C++; GHEX packs itself);
 - ``b-python``: the same step from Python, ``ex.exchange(*u)`` between GT4Py program calls
   (the icon4py way; ``ex`` is the runtime ``mpi`` exchange);
 - ``c-compiled-noex``: a second ``@gh.program`` without the ``ex.exchange`` calls (the lower
@@ -29,6 +31,7 @@ back. Timed per iteration, reported per step (half an iteration):
 and, for the pure communication time of the same fields in the same run (per exchange):
 
 - ``x-compiled``: a ``@gh.program`` of the exchanges alone (the compiled exchange by itself);
+- ``y-compiled-ghex``: ``x-compiled`` with the ``ghex`` transport;
 - ``x-ours-mpi``: the runtime exchange ``ex.exchange(*u)`` (the same field set every time, so
   its checks and views are cached, as in ``benchmarks/runtime_exchange.py``);
 - ``x-mpi4py``: the hand-written mpi4py + NumPy exchange of ``benchmarks/runtime_exchange.py``.
@@ -41,7 +44,7 @@ Cases (float64, periodic, 2 ranks -> process grid 2x1x1):
   diffusion to 10 fields, one exchange of all 10 fields per step (the halo is wider than the
   stencil needs, as in a model where other stencils need it).
 
-Fields are C-ordered (K contiguous), see ``as_field``. First ``a``, ``q``, ``p`` and ``b-python`` run a few iterations from the same initial fields and must give bit-identical
+Fields are C-ordered (K contiguous), see ``as_field``. First ``a``, ``q``, ``p``, ``g`` and ``b-python`` run a few iterations from the same initial fields and must give bit-identical
 fields, halos included, on every rank. Then every implementation is warmed up (the first call
 compiles; compile times are printed) and timed: each sample is a barrier followed by a batch
 of iterations of one implementation (sized per implementation to last about ``--sample-ms``), implementations take turns round-robin (rotating order);
@@ -152,28 +155,36 @@ def compile_stencils(comm: MPI.Comm) -> None:
 
 
 def compiled_steps(
-    ex: gh.Exchange, sync: gh.Exchange, comm: MPI.Comm, nfields: int
+    ex: gh.Exchange, ghex: gh.Exchange, sync: gh.Exchange, comm: MPI.Comm, nfields: int
 ) -> dict[str, Callable]:
     """``@gh.program`` steps: two steps with exchanges (``a``) and without (``c``), and two
     exchanges alone (``x``); ``q``: ``a`` with every box packed (no runs in place); ``p``:
     ``a`` with the stencil before each exchange packing its
-    messages (``pack_in_producers=True``, the GPU default); ``s``: ``c`` synchronized where
-    ``a`` exchanges, by an exchange of a tiny field ``t`` (``sync``)."""
+    messages (``pack_in_producers=True``, the GPU default); ``g``, ``y``: ``a`` and ``x`` with
+    the ``ghex`` exchange ``ghex``; ``s``: ``c`` synchronized where ``a`` exchanges, by an
+    exchange of a tiny field ``t`` (``sync``)."""
 
-    def builds_of_step_a(step: Callable) -> dict[str, Callable]:
+    def builds(make_a: Callable, make_x: Callable) -> dict[str, Callable]:
+        step = make_a(ex)
         return {
             "a": gh.program(step, comm=comm),
             "q": gh.program(step, comm=comm, in_place_min_bytes=None),
             "p": gh.program(step, comm=comm, pack_in_producers=True),
+            "g": gh.program(make_a(ghex), comm=comm),
+            "x": gh.program(make_x(ex), comm=comm),
+            "y": gh.program(make_x(ghex), comm=comm),
         }
 
     if nfields == 1:
 
-        def step_a(u, v, i0, i1, j0, j1, k1):
-            ex.exchange(u)
-            diffuse_1(u, v, i0, i1, j0, j1, k1)
-            ex.exchange(v)
-            diffuse_1(v, u, i0, i1, j0, j1, k1)
+        def make_a(ex):
+            def step_a(u, v, i0, i1, j0, j1, k1):
+                ex.exchange(u)
+                diffuse_1(u, v, i0, i1, j0, j1, k1)
+                ex.exchange(v)
+                diffuse_1(v, u, i0, i1, j0, j1, k1)
+
+            return step_a
 
         @gh.program(comm=comm)
         def step_c(u, v, i0, i1, j0, j1, k1):
@@ -187,33 +198,37 @@ def compiled_steps(
             sync.exchange(t)
             diffuse_1(v, u, i0, i1, j0, j1, k1)
 
-        @gh.program(comm=comm)
-        def exchanges_x(u):
-            ex.exchange(u)
-            ex.exchange(u)
+        def make_x(ex):
+            def exchanges_x(u):
+                ex.exchange(u)
+                ex.exchange(u)
 
-        steps = {"c": step_c, "s": step_s, "x": exchanges_x}
-        return {**builds_of_step_a(step_a), **steps}
+            return exchanges_x
+
+        return {**builds(make_a, make_x), "c": step_c, "s": step_s}
 
     assert nfields == 10
 
-    def step_a10(
-        u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
-        v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
-        i0, i1, j0, j1, k1,
-    ):  # fmt: skip
-        ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
-        diffuse_10(
+    def make_a10(ex):
+        def step_a10(
             u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
             v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
             i0, i1, j0, j1, k1,
-        )  # fmt: skip
-        ex.exchange(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9)
-        diffuse_10(
-            v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
-            u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
-            i0, i1, j0, j1, k1,
-        )  # fmt: skip
+        ):  # fmt: skip
+            ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
+            diffuse_10(
+                u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
+                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
+                i0, i1, j0, j1, k1,
+            )  # fmt: skip
+            ex.exchange(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9)
+            diffuse_10(
+                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
+                u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
+                i0, i1, j0, j1, k1,
+            )  # fmt: skip
+
+        return step_a10
 
     @gh.program(comm=comm)
     def step_c10(
@@ -252,13 +267,14 @@ def compiled_steps(
             i0, i1, j0, j1, k1,
         )  # fmt: skip
 
-    @gh.program(comm=comm)
-    def exchanges_x10(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9):
-        ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
-        ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
+    def make_x10(ex):
+        def exchanges_x10(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9):
+            ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
+            ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
 
-    steps = {"c": step_c10, "s": step_s10, "x": exchanges_x10}
-    return {**builds_of_step_a(step_a10), **steps}
+        return exchanges_x10
+
+    return {**builds(make_a10, make_x10), "c": step_c10, "s": step_s10}
 
 
 @dataclasses.dataclass
@@ -304,8 +320,9 @@ def implementations(
     stencil = diffuse_1 if len(u) == 1 else diffuse_10
     ex = gh.make_exchange(d, backend="mpi")
     comm = d.comm
-    step_a, step_q, step_p = compiled["a"], compiled["q"], compiled["p"]
-    step_c, step_s, exchanges_x = compiled["c"], compiled["s"], compiled["x"]
+    step_a, step_q, step_p, step_g = compiled["a"], compiled["q"], compiled["p"], compiled["g"]
+    step_c, step_s = compiled["c"], compiled["s"]
+    exchanges_x, exchanges_y = compiled["x"], compiled["y"]
     hand = HandWrittenExchange(d, [f.ndarray for f in u])
 
     def a() -> None:
@@ -316,6 +333,9 @@ def implementations(
 
     def p() -> None:
         step_p(*u, *v, *b)
+
+    def g() -> None:
+        step_g(*u, *v, *b)
 
     def b_python() -> None:
         ex.exchange(*u)
@@ -342,6 +362,9 @@ def implementations(
     def x_compiled() -> None:
         exchanges_x(*u)
 
+    def y_compiled_ghex() -> None:
+        exchanges_y(*u)
+
     def x_ours() -> None:
         ex.exchange(*u)
         ex.exchange(*u)
@@ -354,12 +377,14 @@ def implementations(
         "a-compiled": a,
         "q-compiled-packed": q,
         "p-compiled-stencil-packs": p,
+        "g-compiled-ghex": g,
         "b-python": b_python,
         "c-compiled-noex": c,
         "s-compiled-sync": s,
         "d-python-barrier": d_barrier,
         "e-python-noex": e_noex,
         "x-compiled": x_compiled,
+        "y-compiled-ghex": y_compiled_ghex,
         "x-ours-mpi": x_ours,
         "x-mpi4py": x_mpi4py,
     }
@@ -385,7 +410,13 @@ def verify(
     """(a) and (b) from the same initial fields give the same bits, halos included."""
     comm = MPI.COMM_WORLD
     results = {}
-    for name in ("a-compiled", "q-compiled-packed", "p-compiled-stencil-packs", "b-python"):
+    for name in (
+        "a-compiled",
+        "q-compiled-packed",
+        "p-compiled-stencil-packs",
+        "g-compiled-ghex",
+        "b-python",
+    ):
         fields = initial_fields(d, case.nfields)
         before = [f.asnumpy().copy() for f in fields.u]
         step = implementations(d, fields, compiled, tiny).get(name)
@@ -419,17 +450,18 @@ def run_case(case: Case, repeats: int, sample_s: float) -> dict:
     comm = MPI.COMM_WORLD
     d = gh.CartesianDecomposition(case.global_shape, halo=case.halo, periodic=True)
     ex = gh.make_exchange(d, backend="mpi")  # the exchange the compiled programs hold
+    ghex = gh.make_exchange(d, backend="ghex")  # ... g and y
     tiny_d = gh.CartesianDecomposition((4, 4), halo=1, periodic=True)  # for s: a sync
     tiny = np.zeros(tiny_d.allocated_shape)
-    compiled = compiled_steps(ex, gh.make_exchange(tiny_d), comm, case.nfields)
+    compiled = compiled_steps(ex, ghex, gh.make_exchange(tiny_d), comm, case.nfields)
 
     # compile (rank 0) and load (all) every compiled program once, on throwaway fields
     compile_s = {}
     scratch = initial_fields(d, case.nfields)
-    for key in ("a", "q", "p", "c", "s", "x"):
+    for key in ("a", "q", "p", "g", "c", "s", "x", "y"):
         comm.Barrier()
         t0 = time.perf_counter()
-        args = scratch.u if key == "x" else (*scratch.u, *scratch.v, *scratch.bounds)
+        args = scratch.u if key in "xy" else (*scratch.u, *scratch.v, *scratch.bounds)
         args = (tiny, *args) if key == "s" else args
         compiled[key](*args)
         compile_s[key] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
@@ -502,9 +534,10 @@ def report(results: Sequence[dict], repeats: int) -> str:
         "",
         (
             "| case | L | a-L | b-L | d-L | b-e | (a-L)/(b-L) | (a-L)/x-mpi4py | (a-L)/x-ours-mpi "
-            "| x-compiled/x-mpi4py | S-L | (a-S)/x-mpi4py | Q-a | (Q-L)/x-mpi4py |"
+            "| x-compiled/x-mpi4py | S-L | (a-S)/x-mpi4py | Q-a | (Q-L)/x-mpi4py "
+            "| (g-L)/(a-L) | y-compiled-ghex/x-compiled |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for res in results:
         med = {n: float(np.median(res["samples"][n])) for n in names}
@@ -525,6 +558,8 @@ def report(results: Sequence[dict], repeats: int) -> str:
             f"{(a - med['s-compiled-sync']) / comm1:.2f}",
             fmt_time(med["q-compiled-packed"] - a),
             f"{(med['q-compiled-packed'] - low) / comm1:.2f}",
+            f"{(med['g-compiled-ghex'] - low) / (a - low):.2f}",
+            f"{med['y-compiled-ghex'] / med['x-compiled']:.2f}",
         ]
         lines.append(f"| {res['case'].label} | " + " | ".join(cells) + " |")
     lines += ["", "Compile + load time of the @gh.program steps (first call, slowest rank)", ""]

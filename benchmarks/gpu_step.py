@@ -12,13 +12,15 @@ the owned cells, then exchanges ``v`` split-phase around nothing; one *iteration
   fields (the runtime exchange) between them from Python;
 - ``c-noex``: the stencils alone (lower bound);
 - ``d-sync``: the stencils, with a stream synchronization and a barrier where ``a`` exchanges
-  (the host synchronization alone).
+  (the host synchronization alone);
+- ``n-compiled-nccl``, ``m-python-nccl``: ``a`` and ``b`` with the ``nccl`` transport, where it
+  is installed and every rank has a GPU of its own (NCCL refuses two ranks on one GPU).
 
-It also counts the host waits for the stream in the compiled step's generated code
+It also counts the host waits for the stream in the compiled steps' generated code
 (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``, ``cudaEventSynchronize``) per
-exchange, and checks that ``a`` and ``b`` give the same bits.
+exchange, and checks that all variants with exchanges give the same bits.
 
-Run (2 ranks may share one GPU):  mpirun -n 2 python -m mpi4py benchmarks/gpu_step.py
+Run (2 ranks may share one GPU for MPI):  mpirun -n 2 python -m mpi4py benchmarks/gpu_step.py
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 from mpi4py import MPI
 
 import gt4py_halo as gh
+from gt4py_halo import transports
 from gt4py_halo.compiled.program import codegen_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,7 +51,7 @@ def stencil(a, b):
         b[i, j] = 0.25 * (a[i + 1, j] + a[i - 1, j] + a[i, j + 1] + a[i, j - 1])
 
 
-def programs(ex: gh.Exchange, comm: MPI.Comm) -> dict[str, object]:
+def compiled_iteration(ex: gh.Exchange, comm: MPI.Comm) -> object:
     def with_exchanges(u, v):
         ex.exchange(u)
         stencil(u, v)
@@ -59,13 +62,15 @@ def programs(ex: gh.Exchange, comm: MPI.Comm) -> dict[str, object]:
         second = ex.start(u)
         second.finish()
 
-    def stencils(u, v):
-        stencil(u, v)
+    return gh.program(with_exchanges, comm=comm, device="gpu")
 
-    return {
-        "a-compiled": gh.program(with_exchanges, comm=comm, device="gpu"),
-        "stencil": gh.program(stencils, comm=comm, device="gpu"),
-    }
+
+def host_waits(compiled: object, fields: list) -> int:
+    """The host waits for the stream in the code generated for ``compiled``."""
+    with codegen_config("gpu"):  # as the step's build generates it
+        code = compiled.to_sdfg(*fields).generate_code()
+    host = next(c.clean_code for c in code if c.language == "cpp" and "__program_" in c.clean_code)
+    return len(SYNCS.findall(host))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,11 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=50, help="iterations per sample")
     args = parser.parse_args(argv)
     comm = MPI.COMM_WORLD
-    cupy.cuda.Device(comm.rank % cupy.cuda.runtime.getDeviceCount()).use()
+    gpus = cupy.cuda.runtime.getDeviceCount()
+    cupy.cuda.Device(comm.rank % gpus).use()
     d = gh.CartesianDecomposition((args.size, args.size), halo=1, periodic=True)
-    ex = gh.make_exchange(d)
-    built = programs(ex, comm)
-    compiled, stencils = built["a-compiled"], built["stencil"]
+    ex = gh.make_exchange(d, backend="mpi")
+    compiled = compiled_iteration(ex, comm)
+    stencils = gh.program(stencil, comm=comm, device="gpu")
     rng = np.random.default_rng(comm.rank)
 
     def fresh():
@@ -103,20 +109,24 @@ def main(argv: list[str] | None = None) -> int:
         "c-noex": lambda u, v: python_step(u, v, lambda _: None),
         "d-sync": lambda u, v: python_step(u, v, sync_only),
     }
+    compiled_steps = {"a-compiled": compiled}
+    if transports.installed("nccl") and comm.size <= gpus:
+        nccl = gh.make_exchange(d, backend="nccl")
+        compiled_steps["n-compiled-nccl"] = compiled_iteration(nccl, comm)
+        variants["n-compiled-nccl"] = compiled_steps["n-compiled-nccl"]
+        variants["m-python-nccl"] = lambda u, v: python_step(u, v, nccl.exchange)
 
-    # the same bits from the compiled step and the runtime exchange
+    # the same bits from every variant with exchanges
     first = fresh()
-    second = [f.copy() for f in first]
+    exchanging = [n for n in variants if n not in ("c-noex", "d-sync")]
+    results = {name: [f.copy() for f in first] for name in exchanging}
     for _ in range(3):
-        variants["a-compiled"](*first)
-        variants["b-python"](*second)
-    for x, y in zip(first, second):
-        assert cupy.array_equal(x, y), "compiled and Python steps differ"
-
-    with codegen_config("gpu"):  # as the step's build generates it
-        code = compiled.to_sdfg(*first).generate_code()
-    host = next(c.clean_code for c in code if c.language == "cpp" and "__program_" in c.clean_code)
-    syncs = len(SYNCS.findall(host))
+        for name in exchanging:
+            variants[name](*results[name])
+    for name in exchanging:
+        for x, y in zip(results[name], results["a-compiled"]):
+            assert cupy.array_equal(x, y), f"{name} differs from a-compiled"
+    syncs = {name: host_waits(step, first) for name, step in compiled_steps.items()}
 
     fields = {name: fresh() for name in variants}
 
@@ -146,10 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             f"  exchange overhead per step: compiled {fmt_time(per_step['a-compiled'] - per_step['c-noex'])}, "
             f"python {fmt_time(per_step['b-python'] - per_step['c-noex'])}"
         )
-        print(
-            f"host waits for the stream in the compiled step's code: {syncs} for "
-            f"{EXCHANGES_PER_ITERATION} exchanges (the step's return included)"
-        )
+        for name, count in syncs.items():
+            print(
+                f"host waits for the stream in {name}'s code: {count} for "
+                f"{EXCHANGES_PER_ITERATION} exchanges (the step's return included)"
+            )
     return 0
 
 

@@ -40,3 +40,23 @@ def filled_local(d, level_shape, dtype, order="C"):
     a = np.full(d.allocated_shape + tuple(level_shape), SENTINEL, dtype=dtype, order=order)
     a[d.owned] = global_values(d.global_shape, level_shape, dtype)[d.global_slices]
     return a
+
+
+def gpu_or_skip(comm, backend: str = "mpi"):
+    """CuPy, with this rank's GPU current, where a GPU is present and ``backend`` can run
+    there; else the test is skipped (CI has no GPU). ``nccl`` needs a GPU per rank (NCCL
+    refuses two ranks on one device) and CuPy with NCCL."""
+    import pytest
+
+    from gt4py_halo import transports
+
+    cupy = pytest.importorskip("cupy")
+    count = cupy.cuda.runtime.getDeviceCount()
+    if count == 0:
+        pytest.skip("no GPU")
+    if backend == "nccl" and not transports.installed("nccl"):
+        pytest.skip("no CuPy with NCCL")
+    if backend == "nccl" and comm.size > count:
+        pytest.skip(f"nccl needs a GPU per rank: {comm.size} ranks, {count} GPU(s)")
+    cupy.cuda.Device(comm.rank % count).use()
+    return cupy

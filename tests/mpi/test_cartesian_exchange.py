@@ -8,7 +8,7 @@ import weakref
 import gt4py.next as gtx
 import numpy as np
 import pytest
-from halo_reference import SENTINEL, expected_local, filled_local
+from halo_reference import SENTINEL, expected_local, filled_local, gpu_or_skip
 
 import gt4py_halo as gh
 
@@ -47,6 +47,23 @@ def test_several_fields_of_mixed_types_in_one_call(backend):
     ex.exchange(*fields)
     for field, (levels, dtype, _) in zip(fields, specs):
         np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+
+
+@pytest.mark.parametrize("backend", ["mpi", "nccl"])
+def test_gpu_fields_hold_owner_values(comm, backend):
+    """CuPy fields, blocking and split phase, twice (buffers reused): exact halos. Runs where
+    CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
+    cupy = gpu_or_skip(comm, backend)
+    d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
+    ex = gh.make_exchange(d, backend=backend)
+    specs = [((), np.float64, "C"), ((3,), np.int32, "F")]
+    for _ in range(2):
+        fields = [cupy.asarray(filled_local(d, lv, dt, order)) for lv, dt, order in specs]
+        ex.exchange(fields[0])
+        h = ex.start(fields[1])
+        h.finish()
+        for field, (levels, dtype, _) in zip(fields, specs):
+            np.testing.assert_array_equal(field.get(), expected_local(d, levels, dtype))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

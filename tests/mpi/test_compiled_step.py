@@ -19,11 +19,10 @@ import gt4py.next as gtx
 import numpy as np
 import pytest
 from dace.sdfg.nodes import MapEntry
-from halo_reference import SENTINEL, expected_local, filled_local
+from halo_reference import SENTINEL, expected_local, filled_local, gpu_or_skip
 from mpi4py import MPI
 
 import gt4py_halo as gh
-from gt4py_halo.compiled.fusion import copy_map_key
 from gt4py_halo.compiled.nodes import HaloExchange
 
 EDGE, K = gtx.Dimension("Edge"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
@@ -35,6 +34,7 @@ ARENA_COPY = re.compile(r"_(pack|unpack)_\d+_all")
 # 2 and 4 ranks: 23 + 2 halo rows (padded to 32) and 22 + 2 (24); 3 ranks: 17, 17 (24), 16.
 GLOBAL_SHAPE = (44 if MPI.COMM_WORLD.size == 3 else 45, 38)
 CALLS = 4  # two diffusion steps per call
+GPU_TRANSPORTS = ["mpi", "nccl"]  # the transports of GPU steps
 
 
 def make_step(diffusion: ModuleType, ex: gh.Exchange, comm: MPI.Comm, stencil_packs: bool):
@@ -173,14 +173,15 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
     specs.append(((), np.float32, "C"))  # shaped like the first: its copy maps fuse with it
     fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
 
-    fused = exchange_only.fusion_report(*fields).fused  # per direction: a's maps with e's
+    report = exchange_only.fusion_report(*fields)
+    fused = report.fused  # per direction: a's maps with e's
     assert len(fused) == 3 * len(d.plan().directions)  # pack, unpack, copy to oneself
     assert all(len(labels) == 2 for labels in fused.values())
     lowered = exchange_only.to_sdfg(*fields)
     maps = [
         n.map.label for n, _ in lowered.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)
     ]
-    per_direction = collections.Counter(copy_map_key(label) for label in maps)
+    per_direction = collections.Counter(report.copy_maps.get(label) for label in maps)
     assert set(per_direction.values()) == {3}, "a copy map left alone where fusion applies"
     for _ in range(2):  # the second call reuses the persistent requests
         exchange_only(*fields)
@@ -253,7 +254,7 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
     starts = [
         n.code.as_string
         for n, _ in lowered.all_nodes_recursive()
-        if isinstance(n, dace.nodes.Tasklet) and n.label.endswith("_mpi_start")
+        if isinstance(n, dace.nodes.Tasklet) and "MPI_Startall" in n.code.as_string
     ]
     assert len(starts) == 2
     # runs are C-ordered: the exchange with the Fortran-ordered b packs everything
@@ -323,7 +324,8 @@ def test_one_copy_map_per_arena_fills_exact_halos(comm) -> None:
     labels = [n.map.label for n, _ in lowered.all_nodes_recursive() if isinstance(n, MapEntry)]
     kinds = collections.Counter(m[1] for m in map(ARENA_COPY.search, labels) if m)
     assert kinds == {"pack": 4, "unpack": 4}  # one per arena: 2 exchanges x 2 groups
-    assert not any(copy_map_key(label) for label in labels if "_self_" not in label)
+    copy_maps = exchange_only.fusion_report(*fields).copy_maps
+    assert {copy_maps[label].kind for label in labels if label in copy_maps} <= {"self"}
     for _ in range(2):
         exchange_only(*fields)
         for field, (levels, dtype, _) in zip(fields, specs):
@@ -347,10 +349,11 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     nodes = [n for n, _ in lowered.all_nodes_recursive()]
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n in nodes)
     assert not lowered.callback_mapping, "a Python callback in the compiled step"
-    maps = [copy_map_key(n.map.label) for n in nodes if isinstance(n, dace.nodes.MapEntry)]
+    copy_maps = step.fusion_report(*args).copy_maps
+    maps = [copy_maps.get(n.map.label) for n in nodes if isinstance(n, dace.nodes.MapEntry)]
     # per direction, packed unless the producer stencil did (a run-time test), and unpacked
-    assert sum(key[1] == "pack" for key in maps if key) == 2 * 8  # 8 directions in 2-D
-    assert sum(key[1] == "unpack" for key in maps if key) == 2 * 8
+    assert sum(key.kind == "pack" for key in maps if key) == 2 * 8  # 8 directions in 2-D
+    assert sum(key.kind == "unpack" for key in maps if key) == 2 * 8
 
     # ex.start(v) right after the stencil writing v: that stencil's map packs v's messages;
     # ex.exchange(u) at the top of the step has no producer in the step
@@ -383,13 +386,12 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     assert "MPI_Send_init" in code and "MPI_COMM_WORLD" not in code
 
 
-def test_compiled_exchange_on_the_gpu(comm) -> None:
+@pytest.mark.parametrize("transport", GPU_TRANSPORTS)
+def test_compiled_exchange_on_the_gpu(comm, transport) -> None:
     """Runs where CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
-    cupy = pytest.importorskip("cupy")
-    if cupy.cuda.runtime.getDeviceCount() == 0:
-        pytest.skip("no GPU")
+    cupy = gpu_or_skip(comm, transport)
     d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
-    ex = gh.make_exchange(d)
+    ex = gh.make_exchange(d, backend=transport)
 
     @gh.program(comm=comm, device="gpu")
     def exchange_only(a, b):
@@ -457,16 +459,15 @@ def test_the_gpu_defaults_on_the_cpu(comm) -> None:
         np.testing.assert_array_equal(field, reference)
 
 
+@pytest.mark.parametrize("transport", GPU_TRANSPORTS)
 @pytest.mark.parametrize("make_step", [map_step, called_step])
-def test_compiled_step_on_the_gpu_equals_the_cpu(comm, make_step) -> None:
-    """The same step on the GPU, with its defaults: the same bits as on the CPU. Runs where
-    CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
-    cupy = pytest.importorskip("cupy")
-    if cupy.cuda.runtime.getDeviceCount() == 0:
-        pytest.skip("no GPU")
+def test_compiled_step_on_the_gpu_equals_the_cpu(comm, make_step, transport) -> None:
+    """The same step on the GPU, with its defaults: the same bits as on the CPU (with the
+    mpi transport). Runs where CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
+    cupy = gpu_or_skip(comm, transport)
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    step = make_step(gh.make_exchange(d))
-    on_cpu = gh.program(step, comm=comm)
+    step = make_step(gh.make_exchange(d, backend=transport))
+    on_cpu = gh.program(make_step(gh.make_exchange(d, backend="mpi")), comm=comm)
     on_gpu = gh.program(step, comm=comm, device="gpu")
     host = [filled_local(d, (), np.float64), np.zeros(d.allocated_shape)]
     device = [cupy.asarray(f) for f in host]
@@ -562,15 +563,14 @@ def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend
         fields = fresh()
 
 
-def test_compiled_unstructured_exchange_on_the_gpu(comm) -> None:
+@pytest.mark.parametrize("transport", GPU_TRANSPORTS)
+def test_compiled_unstructured_exchange_on_the_gpu(comm, transport) -> None:
     """Runs where CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
-    cupy = pytest.importorskip("cupy")
-    if cupy.cuda.runtime.getDeviceCount() == 0:
-        pytest.skip("no GPU")
+    cupy = gpu_or_skip(comm, transport)
     from test_unstructured_exchange import local_field, random_mesh, values
 
     d = gh.UnstructuredDecomposition(random_mesh(comm, seed=13))
-    ex = gh.make_exchange(d)
+    ex = gh.make_exchange(d, backend=transport)
 
     @gh.program(comm=comm, device="gpu")
     def exchange_cells_and_edges(c, e):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from halo_reference import gpu_or_skip
 
 import gt4py_halo as gh
 
@@ -60,6 +61,23 @@ def test_halo_holds_owner_values(comm, backend, levels, dtype, order):
         np.testing.assert_array_equal(
             field[len(d.owned_gids[dim]) :], values(d.halo_gids[dim], levels, dtype)
         )
+
+
+@pytest.mark.parametrize("backend", ["mpi", "nccl"])
+def test_gpu_fields_hold_owner_values(comm, backend):
+    """CuPy fields of every dim in flight at once, twice: exact halos. Runs where CuPy and a
+    GPU are present; skipped elsewhere (CI has no GPU)."""
+    cupy = gpu_or_skip(comm, backend)
+    d = gh.UnstructuredDecomposition(random_mesh(comm, seed=5))
+    ex = gh.make_exchange(d, backend=backend)
+    for _ in range(2):
+        fields = {dim: cupy.asarray(local_field(d, dim, (3,), np.float32, "F")) for dim in SIZES}
+        handles = [ex.start(fields[dim], dim=dim) for dim in SIZES]
+        for handle in handles:
+            handle.finish()
+        for dim, field in fields.items():
+            gids = np.concatenate([d.owned_gids[dim], d.halo_gids[dim]])
+            np.testing.assert_array_equal(field.get(), values(gids, (3,), np.float32))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

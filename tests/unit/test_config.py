@@ -53,7 +53,7 @@ def test_unknown_configured_backend_is_named(workdir, monkeypatch):
     d = gh.CartesianDecomposition((8, 8), halo=1)
     with pytest.raises(
         gh.BackendError,
-        match="'carrier-pigeon' \\(from the environment variable GT4PY_HALO_BACKEND\\).*known: ghex, mpi",
+        match="'carrier-pigeon' \\(from the environment variable GT4PY_HALO_BACKEND\\).*known: ghex, mpi, nccl",
     ):
         gh.make_exchange(d)
 
@@ -62,6 +62,20 @@ def test_auto_is_ghex_where_installed(workdir, monkeypatch):
     monkeypatch.setenv(ENV_VARIABLE, "auto")
     d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
     assert gh.make_exchange(d).backend == "ghex"  # `make test` installs GHEX
+
+
+def test_nccl_without_cupy_says_what_to_install(workdir):
+    """``nccl`` is asked for by name only (``auto`` never picks it); without CuPy and NCCL the
+    error names what to install. With them but no GPU, or on a rank without one, the error
+    names the ranks (``NcclTransport``: a collective check before NCCL is set up)."""
+    if transports.installed("nccl"):
+        pytest.skip("CuPy is installed: the nccl mover's own checks apply")
+    d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
+    with pytest.raises(
+        gh.BackendUnavailableError, match="needs CuPy with NCCL.*gt4py_halo\\[nccl\\]"
+    ):
+        gh.make_exchange(d, backend="nccl")
+    assert "nccl" not in transports.AUTO_ORDER
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -28,6 +29,7 @@ import pytest
 from dace.codegen.exceptions import CompilationError, CompilerConfigurationError
 
 import gt4py_halo as gh
+from gt4py_halo import transports
 from gt4py_halo.compiled.program import codegen_config
 
 EXCHANGES = 2
@@ -206,6 +208,84 @@ def test_unstructured_gathers_and_scatters_are_kernels(unstructured_generated):
         assert part.rstrip().endswith("cudaStreamSynchronize(__dace_current_stream));")
 
 
+@contextlib.contextmanager
+def nccl_exchanges():
+    """``make_exchange(d, backend="nccl")`` made possible where CuPy is not installed (here):
+    the compiled step uses the nccl transport's expansions and never its runtime mover,
+    which needs CuPy; without CuPy the exchange object gets the mpi transport's mover."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not transports.installed("nccl"):
+            mover = transports.TRANSPORTS["mpi"].runtime
+            nccl = dataclasses.replace(transports.TRANSPORTS["nccl"], runtime=mover)
+            patch.setitem(transports.TRANSPORTS, "nccl", nccl)
+        yield
+
+
+def nccl_step(device: str = "gpu") -> dace.SDFG:
+    """A step of cartesian exchanges (blocking and split, around a stencil) with nccl."""
+    d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)
+    with nccl_exchanges():
+        ex = gh.make_exchange(d, backend="nccl")
+
+    @gh.program(device=device)
+    def step(a, b):
+        ex.exchange(a)
+        laplace(a, b)
+        h = ex.start(b)
+        h.finish()
+
+    a = np.zeros(d.allocated_shape)
+    return step.to_sdfg(a, a.copy())
+
+
+def nccl_unstructured_step() -> dace.SDFG:
+    d = gh.UnstructuredDecomposition({"cell": (np.arange(12), np.array([], dtype=np.int64))})
+    with nccl_exchanges():
+        ex = gh.make_exchange(d, backend="nccl")
+
+    @gh.program(device="gpu")
+    def step(c, e):
+        h = ex.start(c)
+        ex.exchange(e)
+        h.finish()
+
+    return step.to_sdfg(np.zeros((12, 4)), np.zeros(12, dtype=np.int32))
+
+
+@pytest.fixture(scope="module")
+def nccl_sdfg():
+    return nccl_step()
+
+
+@pytest.fixture(scope="module")
+def nccl_unstructured_sdfg():
+    return nccl_unstructured_step()
+
+
+@pytest.mark.parametrize("step", ["nccl_sdfg", "nccl_unstructured_sdfg"])
+def test_nccl_exchanges_never_wait_on_the_host(step, request):
+    """With nccl, an exchange is pack kernels, one NCCL group of sends and receives on the
+    program's stream, unpack kernels: no stream or device wait, no MPI call per exchange (MPI
+    only broadcasts the NCCL id on the first call)."""
+    body, cuda = _host_and_device_code(request.getfixturevalue(step))
+    assert body.count("ncclGroupStart()") == EXCHANGES
+    assert body.count("ncclGroupEnd()") == EXCHANGES
+    posts = re.findall(r"(ncclSend|ncclRecv)\((.*)\)\);", body)
+    assert {call for call, _ in posts} == {"ncclSend", "ncclRecv"}
+    assert all(args.endswith("__dace_current_stream") for _, args in posts)
+    assert not re.search(r"MPI_(Start|Wait|Isend|Irecv)", body)
+    assert "cudaDeviceSynchronize" not in body
+    assert "cudaStreamSynchronize" not in body
+    assert not re.search(r"nccl(Send|Recv|Group)", cuda), "NCCL called from device code"
+
+
+def test_nccl_refuses_host_fields():
+    """A CPU step with the nccl transport: a FieldError when it is lowered (every rank lowers
+    the same step), before anything runs."""
+    with pytest.raises(gh.FieldError, match="'nccl' transport exchanges GPU fields only"):
+        nccl_step(device="cpu")
+
+
 def cuda_toolkit() -> Path | None:
     """The root of a CUDA toolkit: NVIDIA's PyPI wheels (``nvidia/cu13``), else nvcc on PATH."""
     try:
@@ -232,7 +312,10 @@ def cmake_args(root: Path) -> str:
     return shlex.join(args)
 
 
-@pytest.mark.parametrize("step", ["sdfg", "called_sdfg", "unstructured_sdfg"])
+@pytest.mark.parametrize(
+    "step",
+    ["sdfg", "called_sdfg", "unstructured_sdfg", "nccl_sdfg", "nccl_unstructured_sdfg"],
+)
 def test_generated_code_compiles_with_nvcc(step, request, tmp_path):
     root = cuda_toolkit()
     if root is None:

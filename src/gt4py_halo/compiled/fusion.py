@@ -1,8 +1,7 @@
 """Fusion of the lowered exchanges' copy maps: fewer loops on a CPU, fewer kernels on a GPU.
 
-The MPI expansions write one pack, unpack or self-copy map per field group and direction,
-labelled by ``copy_map_label`` (what ``copy_map_key`` reads back), each in the fields' own
-index space; a group
+The expansions write one pack, unpack or self-copy map per field group and direction, each
+in the fields' own index space, and record what each copies (``Lowered.copy_maps``); a group
 (fields of one shape and dtype) is copied by one map from the start. Groups of the same shape
 but different dtypes have maps of the same ranges (``Program`` gives arguments of one shape
 the same shape symbols), so DaCe's ``MapFusionHorizontal`` merges them: one loop nest, or one
@@ -16,28 +15,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections import defaultdict
 
 import dace
 from dace.transformation.dataflow import MapFusionHorizontal
 
-log = logging.getLogger(__name__)
+from gt4py_halo.compiled.lowered import CopyMap
 
-#: Labels of the copy maps the MPI expansion writes: uid, kind, group, direction.
-COPY_MAP_LABEL = re.compile(
-    r"^(?P<uid>.+)_(?P<kind>pack|unpack|self)_(?P<group>\d+)_(?P<direction>\d+)(_map)?$"
-)
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
 class FusionReport:
     """Which copy maps were fused into one (``fused``: ``(uid, kind, direction) -> labels``),
-    and which send arenas the stencils producing their fields fill (``producers``: arena ->
-    labels of the stencils' maps, ``producer_fusion.py``)."""
+    which send arenas the stencils producing their fields fill (``producers``: arena ->
+    labels of the stencils' maps, ``producer_fusion.py``), and what every copy map the
+    expansions wrote copies (``copy_maps``: label -> ``CopyMap``)."""
 
     fused: dict[tuple[str, str, int], list[str]] = dataclasses.field(default_factory=dict)
     producers: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    copy_maps: dict[str, CopyMap] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
         parts = [
@@ -48,29 +45,16 @@ class FusionReport:
         return "; ".join(parts) or "no exchange copy maps fused"
 
 
-def copy_map_label(uid: str, kind: str, group: int, direction: int) -> str:
-    """The label of exchange ``uid``'s copy map of ``kind`` (pack, unpack, self) for field
-    ``group`` and ``direction``: how the expansions mark the maps this module fuses."""
-    return f"{uid}_{kind}_{group}_{direction}"
-
-
-def copy_map_key(label: str) -> tuple[str, str, int] | None:
-    """``(uid, kind, direction)`` of an exchange copy map's label, else ``None``."""
-    match = COPY_MAP_LABEL.match(label)
-    if match is None:
-        return None
-    return match["uid"], match["kind"], int(match["direction"])
-
-
-def fuse_exchange_maps(sdfg: dace.SDFG) -> FusionReport:
-    """Fuse, per state, the pack (unpack) maps of one exchange and one direction."""
-    report = FusionReport()
+def fuse_exchange_maps(sdfg: dace.SDFG, copy_maps: dict[str, CopyMap]) -> FusionReport:
+    """Fuse, per state, the pack (unpack) maps of one exchange and one direction;
+    ``copy_maps``: what the expansions recorded (``Lowered.copy_maps``)."""
+    report = FusionReport(copy_maps=dict(copy_maps))
     states = [state for graph in sdfg.all_sdfgs_recursive() for state in graph.all_states()]
     for state in states:
-        groups: dict[tuple[str, str, int], list[dace.nodes.MapEntry]] = defaultdict(list)
+        groups: dict[CopyMap, list[dace.nodes.MapEntry]] = defaultdict(list)
         for node in state.nodes():
             if isinstance(node, dace.nodes.MapEntry) and state.entry_node(node) is None:
-                key = copy_map_key(node.map.label)
+                key = copy_maps.get(node.map.label)
                 if key is not None:
                     groups[key].append(node)
         for key, entries in groups.items():
@@ -92,7 +76,7 @@ def fuse_exchange_maps(sdfg: dace.SDFG) -> FusionReport:
                     fusion.apply(state, state.sdfg)
                     labels.append(label)
             if len(labels) > 1:
-                first.map.label = labels[0]  # keeps the copy-map label pattern
-                report.fused[key] = labels
+                first.map.label = labels[0]  # as the expansion named it
+                report.fused[(key.uid, key.kind, key.direction)] = labels
     log.debug("%s: %s", sdfg.name, report)
     return report

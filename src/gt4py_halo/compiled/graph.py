@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import dace
@@ -25,6 +26,46 @@ def connect_whole(
     else:
         src.out_connectors[connector] = dace.pointer(desc.dtype)
         state.add_edge(src, connector, dst, None, memlet)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostCode:
+    """The C++ of a transport's tasklet: what runs at each call, the members of the program's
+    state struct it keeps between calls (requests, communicators), and what runs when the
+    program is freed."""
+
+    code: str
+    state_fields: tuple[str, ...] = ()
+    code_exit: str = ""
+
+
+def add_host_tasklet(
+    state: dace.SDFGState,
+    sdfg: dace.SDFG,
+    label: str,
+    reads: dict[str, Any],
+    writes: dict[str, Any],
+    host: HostCode,
+) -> None:
+    """A C++ tasklet with side effects running ``host``, every connector a whole-array pointer
+    (``connect_whole``); ``reads``/``writes``: connector -> access node, or the name of the
+    array to read or write. Connectors must not be named like arrays."""
+    tasklet = state.add_tasklet(
+        label,
+        list(reads),
+        list(writes),
+        host.code,
+        language=dtypes.Language.CPP,
+        side_effects=True,
+        state_fields=list(host.state_fields),
+        code_exit=host.code_exit,
+    )
+    for connector, src in reads.items():
+        src = state.add_read(src) if isinstance(src, str) else src
+        connect_whole(state, sdfg, src, tasklet, connector)
+    for connector, dst in writes.items():
+        dst = state.add_write(dst) if isinstance(dst, str) else dst
+        connect_whole(state, sdfg, tasklet, dst, connector)
 
 
 def add_persistent(sdfg: dace.SDFG, name: str, shape: Any, dtype: Any, device: bool = False) -> str:

@@ -5,16 +5,13 @@ pinned host mirrors on the program's stream, waits for the stream once (the one 
 standard MPI needs before sending) and sends from the mirrors; received messages go back to
 the device on the stream, with no host wait. Both MPI expansions (``transports/mpi/expansion.py``,
 ``transports/mpi/unstructured.py``) write that C++ with these helpers. Mirrors live in the
-program's state struct, allocated on an exchange's first call and freed at exit.
+program's state struct, allocated on an exchange's first call and freed at exit. The tasklets
+that use them stay host code (``Lowered.host_tasklets``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-#: Label endings of the tasklets that call MPI or the CUDA runtime from the host: the GPU
-#: transformation must keep them there (``program.transform_for_gpu``).
-HOST_TASKLET_SUFFIXES = ("_mpi_start", "_mpi_wait", "_upload")
 
 #: The host wait before MPI may read what the device packed.
 WAIT_FOR_STREAM = "DACE_GPU_CHECK(cudaStreamSynchronize(__dace_current_stream));"

@@ -41,8 +41,8 @@ from gt4py_halo.build_once import arrive, build_on_root
 from gt4py_halo.compiled.convertible import CLOSURE_PREFIX, PLANS
 from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
-from gt4py_halo.compiled.host_staging import HOST_TASKLET_SUFFIXES
 from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
+from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
@@ -269,7 +269,7 @@ class Program:
     ) -> tuple[dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]]]:
         sdfg = self._parse(values, layouts)
         exchanged = _exchanged_arguments(sdfg, self._dace_program.argnames)
-        prepacked = lower_halo_exchanges(
+        lowered = lower_halo_exchanges(
             sdfg,
             self._device == "cpu",
             self._copy_maps,
@@ -277,10 +277,10 @@ class Program:
             self._in_place_min_bytes,
         )
         sdfg.simplify()
-        report = fuse_exchange_maps(sdfg)
-        report.producers = prepacked
+        report = fuse_exchange_maps(sdfg, lowered.copy_maps)
+        report.producers = lowered.producers
         if self._device == "gpu":
-            transform_for_gpu(sdfg)
+            transform_for_gpu(sdfg, lowered.host_tasklets)
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         return sdfg, report, exchanged
@@ -360,20 +360,16 @@ def codegen_config(device: str) -> contextlib.AbstractContextManager:
     return dace.config.set_temporary("compiler", "cuda", "max_concurrent_streams", value=-1)
 
 
-def transform_for_gpu(sdfg: dace.SDFG) -> None:
+def transform_for_gpu(sdfg: dace.SDFG, host_tasklets: set[str]) -> None:
     """Offload the step to the GPU, keeping MPI and the data it touches on the host.
 
     Pack and unpack maps become kernels on the program's stream; the tasklets that call MPI
-    stay host code, as do the communicator and neighbour ranks they read and the pinned host
-    mirrors of the message buffers.
+    stay host code (``host_tasklets``: their labels, ``Lowered.host_tasklets``), as do the
+    communicator and neighbour ranks they read and the pinned host mirrors of the message
+    buffers.
     """
     isolate_nested_sdfgs(sdfg)  # expansions sharing a state with a stencil: inlined below
     sdfg.simplify()
-    host_tasklets = [
-        n.label
-        for n, _ in sdfg.all_nodes_recursive()
-        if isinstance(n, dace.nodes.Tasklet) and n.label.endswith(HOST_TASKLET_SUFFIXES)
-    ]
     host = (dace.StorageType.CPU_Pinned, dace.StorageType.CPU_Heap)  # chosen, not defaulted
     host_data = [
         name
@@ -388,7 +384,7 @@ def transform_for_gpu(sdfg: dace.SDFG) -> None:
         sdfg.arrays[name].transient = True
     sdfg.apply_transformations(
         GPUTransformSDFG,
-        options={"exclude_tasklets": ",".join(host_tasklets), "host_data": host_data},
+        options={"exclude_tasklets": ",".join(sorted(host_tasklets)), "host_data": host_data},
     )
     for name in arguments:
         sdfg.arrays[name].transient = False
@@ -401,9 +397,10 @@ def lower_halo_exchanges(
     copy_maps: str = "direction",
     pack_in_producers: bool = True,
     in_place_min_bytes: int = 0,
-) -> dict[str, list[str]]:
-    """Expand every exchange node with its implementation; return which send arenas the
-    stencils producing their fields fill (``fuse_packs_into_producers``).
+) -> Lowered:
+    """Expand every exchange node with its implementation; return what the expansions
+    recorded for the passes after them, and which send arenas the stencils producing their
+    fields fill (``fuse_packs_into_producers``).
 
     The nodes first get their message buffers as arrays of the SDFG holding them
     (``attach_message_buffers``), each finish its start's (``connect_pairs``), and the
@@ -415,7 +412,9 @@ def lower_halo_exchanges(
     """
     attach_message_buffers(sdfg, EXCHANGE_NODES)
     pairs = connect_pairs(sdfg, EXCHANGE_NODES)
-    prepacked = fuse_packs_into_producers(sdfg, HaloExchange) if pack_in_producers else {}
+    lowered = Lowered()
+    if pack_in_producers:
+        lowered.producers.update(fuse_packs_into_producers(sdfg, HaloExchange))
     found = [
         (node, state)
         for node, state in sdfg.all_nodes_recursive()
@@ -427,7 +426,7 @@ def lower_halo_exchanges(
                 node.spec, copy_maps=copy_maps, in_place_min_bytes=in_place_min_bytes
             )
         before = set(state.nodes())
-        node.expand(state, node.implementation)
+        node.expand(state, node.implementation, lowered=lowered)
         for new in set(state.nodes()) - before:
             if isinstance(new, dace.nodes.NestedSDFG):
                 new.no_inline = separate
@@ -437,7 +436,7 @@ def lower_halo_exchanges(
         sdfg.name,
         pairs,
     )
-    return prepacked
+    return lowered
 
 
 def _argument_layouts(names: list[str], values: list[Any], layouts: list) -> list[str]:

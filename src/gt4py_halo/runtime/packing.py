@@ -1,7 +1,8 @@
 """Message buffers laid out from a plan, and vectorized copies between them and fields.
 
 A ``MessageBuffer`` is allocated once per (plan, neighbour, field signature) and reused for
-every exchange. The copies an exchange makes are planned in two steps: buffer-side views are
+every exchange; ``Messages`` holds those of one plan and field signature, what every transport
+that sends buffers (``mpi``, ``nccl``) moves. The copies an exchange makes are planned in two steps: buffer-side views are
 fixed when the buffer is built; field-side views are bound to the fields of a call and kept
 while the next call passes the same arrays (the usual case: a model exchanges its own state
 every step), so a repeated exchange only runs the copies. Boxes (cartesian) are copied as
@@ -10,14 +11,24 @@ strided blocks; index lists (unstructured) with one gather (``take``) or scatter
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from functools import partial
 from types import ModuleType
 from typing import Any
 
-from gt4py_halo.decomposition.plan import BoxRegion, FieldSpec, Region, segment_offsets
+from gt4py_halo.decomposition.plan import (
+    BoxRegion,
+    ExchangePlan,
+    FieldSpec,
+    Region,
+    segment_offsets,
+)
+from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
 
 Copy = Callable[[], Any]
+
+#: Field sets per ``Messages`` whose bound copies are kept.
+BOUND_FIELD_SETS = 8
 
 
 def _segment(buffer: Any, offset: int, count: int, spec: FieldSpec) -> Any:
@@ -91,3 +102,85 @@ def self_copies(
         for array in arrays
         for src, dst in zip(send.boxes, recv.boxes)
     ]
+
+
+class Messages:
+    """The buffers of exchanging one field signature with a plan: per neighbour rank one to
+    send (``sends``: (rank, buffer)) and one to receive into (``recvs``), in plan order, and
+    the copies of an exchange (``bind``).
+
+    A rank that is its own neighbour (a periodic axis not split over ranks) has no buffer for
+    it: its copies go from owned cells straight to the halo, and may run while the messages
+    are in flight.
+    """
+
+    def __init__(self, plan: ExchangePlan, specs: Sequence[FieldSpec], xp: ModuleType) -> None:
+        self._xp = xp
+        self.sends: list[tuple[int, MessageBuffer]] = []
+        self.recvs: list[tuple[int, MessageBuffer]] = []
+        self._self_regions: list[tuple[Region, Region]] = []
+        for neighbour in plan.neighbours:
+            if neighbour.rank == plan.rank:
+                self._self_regions.append((neighbour.send, neighbour.recv))
+                continue
+            if neighbour.send.count:
+                self.sends.append((neighbour.rank, MessageBuffer(neighbour.send, specs, xp)))
+            if neighbour.recv.count:
+                self.recvs.append((neighbour.rank, MessageBuffer(neighbour.recv, specs, xp)))
+        self._bound = IdentityCache(BOUND_FIELD_SETS)
+
+    def bind(self, arrays: Sequence[Any]) -> tuple[list[Copy], list[Copy], list[Copy]]:
+        """The copies of an exchange of ``arrays``: packing, unpacking and from this rank to
+        itself. They are made over views that do not keep ``arrays`` alive where such views
+        can be made (the caller holds the arrays until the exchange is finished) and kept for
+        when the same arrays come again."""
+        bound = self._bound.get(None, arrays)
+        if bound is None:
+            views = [unowned_view(a) for a in arrays]
+            over = [a if v is None else v for a, v in zip(arrays, views)]
+            bound = (
+                [copy for _, b in self.sends for copy in b.pack_copies(over)],
+                [copy for _, b in self.recvs for copy in b.unpack_copies(over)],
+                [
+                    copy
+                    for send, recv in self._self_regions
+                    for copy in self_copies(send, recv, over, self._xp)
+                ],
+            )
+            if all(v is not None for v in views):
+                self._bound.put(None, arrays, bound)
+        return bound
+
+
+class MessageSets:
+    """A transport's message sets (buffers, requests): one per (plan, field signature,
+    ``variant``, slot), made on first use and kept. An exchange in flight holds its slot, the
+    lowest free one of its plan, until it is finished: exchanges in flight never share
+    buffers, and a slot numbers the exchange (MPI: its message tags)."""
+
+    def __init__(self) -> None:
+        self._sets: dict[tuple, Any] = {}
+        self._busy: dict[str, set[int]] = {}
+
+    def start(
+        self,
+        plan: ExchangePlan,
+        specs: tuple[FieldSpec, ...],
+        variant: Hashable,
+        make: Callable[[int], Any],
+        begin: Callable[[Any], None],
+    ) -> tuple[Any, Callable[[], None]]:
+        """``begin`` an exchange on the set of a free slot (``make(slot)`` builds a missing
+        set); return the set and what frees its slot. If ``make`` or ``begin`` raises, the
+        slot stays free."""
+        busy = self._busy.setdefault(plan.name, set())
+        slot = 0
+        while slot in busy:
+            slot += 1
+        key = (plan.name, specs, variant, slot)
+        messages = self._sets.get(key)
+        if messages is None:
+            messages = self._sets[key] = make(slot)
+        begin(messages)
+        busy.add(slot)
+        return messages, lambda: busy.discard(slot)

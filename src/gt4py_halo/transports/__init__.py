@@ -32,8 +32,13 @@ TRANSPORTS = {
         ("gt4py_halo.transports.ghex.runtime", "GhexTransport"),
         ("gt4py_halo.transports.ghex.expansion",),
     ),
+    "nccl": Transport(
+        ("gt4py_halo.transports.nccl.runtime", "NcclTransport"),
+        ("gt4py_halo.transports.nccl.expansion", "gt4py_halo.transports.nccl.unstructured"),
+    ),
 }
-#: ``backend="auto"``: the first of these whose software is installed.
+#: ``backend="auto"``: the first of these whose software is installed (not ``nccl``: it
+#: moves GPU fields only, and is asked for by name).
 AUTO_ORDER = ("ghex", "mpi")
 
 

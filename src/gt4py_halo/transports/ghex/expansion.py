@@ -33,6 +33,7 @@ from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.compiled.graph import connect_whole, nested_for, on_device
+from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.nodes import HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 from gt4py_halo.errors import BackendUnavailableError, FieldError
@@ -163,7 +164,14 @@ class ExpandUnstructuredHaloExchangeGhex(ExpandTransformation):
     PLAN_ARRAYS = ("gids", "halo_lids")
 
     @staticmethod
-    def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
+    def expansion(
+        node: Any,
+        parent_state: dace.SDFGState,
+        parent_sdfg: dace.SDFG,
+        lowered: Lowered | None = None,
+    ) -> dace.SDFG:
+        """``lowered``: nothing to record there, GHEX copies inside its own calls."""
+
         def create(sdfg: dace.SDFG, fields: list[Any]) -> tuple[str, str]:
             n = symstr(sdfg.arrays["_gids"].shape[0], cpp_mode=True)
             nh = symstr(sdfg.arrays["_halo_lids"].shape[0], cpp_mode=True)
@@ -190,7 +198,13 @@ class ExpandHaloExchangeGhex(ExpandTransformation):
     PLAN_ARRAYS = ("domain",)
 
     @staticmethod
-    def expansion(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
+    def expansion(
+        node: Any,
+        parent_state: dace.SDFGState,
+        parent_sdfg: dace.SDFG,
+        lowered: Lowered | None = None,
+    ) -> dace.SDFG:
+        """``lowered``: nothing to record there, GHEX copies inside its own calls."""
         decomposed = len(node.spec.halo)
         fields = [
             parent_sdfg.arrays[e.data.data]

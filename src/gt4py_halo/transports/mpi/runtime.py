@@ -20,13 +20,9 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, Region
+from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import RanksDisagreeError
-from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
-from gt4py_halo.runtime.packing import MessageBuffer, self_copies
-
-#: Field sets per message set whose bound copies are kept.
-BOUND_FIELD_SETS = 8
+from gt4py_halo.runtime.packing import MessageBuffer, Messages, MessageSets
 
 
 class _Wire:
@@ -47,12 +43,8 @@ class _Wire:
 
 
 class MessageSet:
-    """Buffers and persistent requests for exchanging one field signature with a plan.
-
-    The copies of an exchange are bound to the fields of a call and reused when the same
-    arrays come again (a few field sets are remembered). A rank that is its own neighbour copies owned cells straight into
-    its halo while its messages are in flight.
-    """
+    """Persistent requests over the buffers of exchanging one field signature with a plan
+    (``Messages``): one per neighbour rank each way."""
 
     def __init__(
         self,
@@ -63,61 +55,25 @@ class MessageSet:
         xp: ModuleType,
     ) -> None:
         staged = xp is not np and not _cuda_aware()
-        self._xp = xp
-        self._packs: list[MessageBuffer] = []
-        self._unpacks: list[MessageBuffer] = []
-        self._send_wires: list[_Wire] = []
-        self._recv_wires: list[_Wire] = []
-        self._send_requests: list[MPI.Prequest] = []
-        self._recv_requests: list[MPI.Prequest] = []
-        self._peers: list[int] = []  # whose message each receive is
-        self._self_regions: list[tuple[Region, Region]] = []
-        for neighbour in plan.neighbours:
-            if neighbour.rank == plan.rank:
-                self._self_regions.append((neighbour.send, neighbour.recv))
-                continue
-            if neighbour.send.count:
-                send = MessageBuffer(neighbour.send, specs, xp)
-                wire = _Wire(send, staged)
-                self._packs.append(send)
-                self._send_wires.append(wire)
-                self._send_requests.append(comm.Send_init(wire.memory, neighbour.rank, tag))
-            if neighbour.recv.count:
-                recv = MessageBuffer(neighbour.recv, specs, xp)
-                wire = _Wire(recv, staged)
-                self._unpacks.append(recv)
-                self._recv_wires.append(wire)
-                self._recv_requests.append(comm.Recv_init(wire.memory, neighbour.rank, tag))
-                self._peers.append(neighbour.rank)
+        self._messages = Messages(plan, specs, xp)
+        self._send_wires = [_Wire(buffer, staged) for _, buffer in self._messages.sends]
+        self._recv_wires = [_Wire(buffer, staged) for _, buffer in self._messages.recvs]
+        self._send_requests = [
+            comm.Send_init(wire.memory, peer, tag)
+            for (peer, _), wire in zip(self._messages.sends, self._send_wires)
+        ]
+        self._recv_requests = [
+            comm.Recv_init(wire.memory, peer, tag)
+            for (peer, _), wire in zip(self._messages.recvs, self._recv_wires)
+        ]
+        self._peers = [peer for peer, _ in self._messages.recvs]  # whose message each receive is
         self._statuses = [MPI.Status() for _ in self._recv_requests]
-        self._bound = IdentityCache(BOUND_FIELD_SETS)
         # a persistent request holds its communicator: freed with the message set, or the
         # decomposition's communicator is never released
         weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
 
-    def _bind(self, arrays: Sequence[Any]) -> None:
-        """The copies of this exchange, over views that do not keep ``arrays`` alive where
-        such views can be made (the caller holds them until ``finish``), then kept for when
-        the same arrays come again."""
-        bound = self._bound.get(None, arrays)
-        if bound is None:
-            views = [unowned_view(a) for a in arrays]
-            over = [a if v is None else v for a, v in zip(arrays, views)]
-            bound = (
-                [copy for b in self._packs for copy in b.pack_copies(over)],
-                [copy for b in self._unpacks for copy in b.unpack_copies(over)],
-                [
-                    copy
-                    for send, recv in self._self_regions
-                    for copy in self_copies(send, recv, over, self._xp)
-                ],
-            )
-            if all(v is not None for v in views):
-                self._bound.put(None, arrays, bound)
-        self._pack, self._unpack, self._local = bound
-
     def start(self, arrays: Sequence[Any]) -> None:
-        self._bind(arrays)
+        self._pack, self._unpack, self._local = self._messages.bind(arrays)
         MPI.Prequest.Startall(self._recv_requests)
         for copy in self._pack:
             copy()
@@ -174,8 +130,7 @@ class MpiTransport:
 
     def __init__(self, comm: MPI.Comm) -> None:
         self._comm = comm
-        self._sets: dict[tuple, MessageSet] = {}
-        self._busy: dict[str, set[int]] = {}
+        self._sets = MessageSets()
 
     @classmethod
     def for_decomposition(cls, decomposition: Any) -> MpiTransport:
@@ -184,19 +139,15 @@ class MpiTransport:
     def start(
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
     ) -> PendingMpiExchange:
-        busy = self._busy.setdefault(plan.name, set())
-        slot = 0
-        while slot in busy:
-            slot += 1
         xp = _array_module(arrays[0])
-        key = (plan.name, specs, slot, xp.__name__)
-        messages = self._sets.get(key)
-        if messages is None:
-            messages = MessageSet(self._comm, plan, specs, plan.message_tag(slot), xp)
-            self._sets[key] = messages
-        messages.start(arrays)
-        busy.add(slot)
-        return PendingMpiExchange(messages, lambda: busy.discard(slot), arrays)
+        messages, release = self._sets.start(
+            plan,
+            specs,
+            xp.__name__,
+            lambda slot: MessageSet(self._comm, plan, specs, plan.message_tag(slot), xp),
+            lambda messages: messages.start(arrays),
+        )
+        return PendingMpiExchange(messages, release, arrays)
 
 
 class PendingMpiExchange:

@@ -1,0 +1,411 @@
+"""The transport-neutral lowering of a cartesian ``HaloExchange``: arenas and copy maps.
+
+Fields of the same shape and dtype form a *group*; each group has one send and one receive
+*arena*, a flat buffer holding every direction's boxes (*segments*) back to back
+(``arenas.py``). The node becomes a nested SDFG (a split pair: the ``start`` node the part up
+to posting, the ``finish`` node the rest):
+
+1. per direction leading to another rank, one **pack** map per group, written in the fields'
+   own index space (so it can fuse with other maps, ``fusion.py``), into the send arena;
+2. the transport's **start** tasklet (``start_code``): posts the messages;
+3. the transport's **wait** tasklet (``wait_code``), if it needs one;
+4. per direction, on what lies there (``_peers[k]``, a run-time value: a conditional block):
+   another rank: one **unpack** map per group from the receive arena; the rank itself
+   (``SELF``, a periodic axis not split over ranks): one **self-copy** map per group, owned
+   cells straight to the halo; nothing beyond an open boundary (the halo keeps what it held).
+
+Everything but the C++ of the start and wait tasklets is the same for every transport that
+sends arenas (``ExpandThroughArenas``); a transport subclasses ``ArenaLowering`` with those.
+A transport that can move long contiguous runs of the fields as messages of their own
+(``MOVES_RUNS_IN_PLACE``, on a CPU) gets ``in_place``: the directions whose pack and unpack
+maps are skipped at run time where this rank's fields are dense (``in_place.py``).
+
+Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
+runtime plan is built from). Arenas are persistent arrays of the SDFG holding the node
+(``message_buffers.py``). GPU fields (``GPU_Global`` storage) get device arenas, so the copy
+maps become kernels on the program's stream.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import dace
+from dace import dtypes
+from dace.properties import CodeBlock
+from dace.sdfg.state import ConditionalBlock, ControlFlowRegion
+from dace.symbolic import symstr
+from dace.transformation.transformation import ExpandTransformation
+
+from gt4py_halo.compiled.arena_copies import add_arena_copy, direction_symbols
+from gt4py_halo.compiled.arenas import Arena, Segment, arenas, opposites
+from gt4py_halo.compiled.graph import HostCode, add_host_tasklet, add_persistent, on_device
+from gt4py_halo.compiled.in_place import Runs, box_runs
+from gt4py_halo.compiled.lowered import CopyMap, Lowered
+from gt4py_halo.compiled.nodes import SELF
+from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
+
+
+class ExpandThroughArenas(ExpandTransformation):
+    """The expansion of ``HaloExchange`` of a transport that sends arenas: its ``LOWERING``
+    (an ``ArenaLowering``) writes the nested SDFG."""
+
+    LOWERING: ClassVar[type[ArenaLowering]]
+    #: The plan arrays the node gets (``convertible.exchange_sdfg``).
+    PLAN_ARRAYS = ("peers",)
+
+    @classmethod
+    def expansion(
+        cls,
+        node: Any,
+        parent_state: dace.SDFGState,
+        parent_sdfg: dace.SDFG,
+        lowered: Lowered | None = None,
+    ) -> dace.SDFG:
+        """``lowered``: where the expansion records its copy maps and host tasklets (a
+        throwaway one when DaCe expands the node on its own)."""
+        return cls.LOWERING(node, parent_state, parent_sdfg, lowered or Lowered()).sdfg
+
+    @staticmethod
+    def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
+        """(name, shape, dtype, receiving) of the node's buffers (``message_buffers.py``);
+        ``outer``: connector -> descriptor of the node's inputs."""
+        fields = [outer[f"_f{i}"] for i in range(node.spec.field_count)]
+        return [
+            (a.name, [a.length], a.dtype, not sending)
+            for sending in (True, False)
+            for a in arenas(node, fields, sending)
+        ]
+
+
+def _alike(ours: list[tuple[int, Runs]], theirs: list[tuple[int, Runs]]) -> bool:
+    """Whether two segments' fields are cut into the same runs (lengths and counts)."""
+    return all(
+        i == j and str(a.length) == str(b.length) and str(a.count) == str(b.count)
+        for (i, a), (j, b) in zip(ours, theirs, strict=True)
+    )
+
+
+def _unless(flags: tuple[str, ...]) -> str:
+    """The condition's tail that skips packing where producer stencils packed already."""
+    return f" and not ({' and '.join(flags)})" if flags else ""
+
+
+class ArenaLowering:
+    """A cartesian exchange node as a nested SDFG moving its messages through arenas; the
+    transport's subclass writes the C++ posting (``start_code``) and waiting (``wait_code``)."""
+
+    #: Whether the transport moves runs of the fields in place (``in_place.py``).
+    MOVES_RUNS_IN_PLACE: ClassVar[bool] = False
+
+    def __init__(
+        self, node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG, lowered: Lowered
+    ) -> None:
+        self.node = node
+        self.lowered = lowered
+        self.uid = node.spec.uid
+        self.sdfg = dace.SDFG(f"{self.uid}_{node.spec.phase}")
+        self.ndim = len(node.spec.halo)
+        outer = {e.dst_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.in_edges(node)}
+        outer.update(
+            {e.src_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.out_edges(node)}
+        )
+        self.fields = [self._argument(f"_f{i}", outer) for i in range(node.spec.field_count)]
+        self._argument("_peers", outer)
+        self._argument("_comm", outer)
+        self.gpu = on_device(self.fields)
+        self.sends = arenas(node, self.fields, sending=True)
+        self.recvs = arenas(node, self.fields, sending=False)
+        for arena in self.sends + self.recvs:  # the enclosing SDFG's (message_buffers.py)
+            if arena.name in outer:
+                self._argument(arena.name, outer)
+            elif packs(node.spec.phase):  # a node lowered without attach_message_buffers
+                add_persistent(self.sdfg, arena.name, [arena.length], arena.dtype, self.gpu)
+        if TOKEN in outer:
+            self._argument(TOKEN, outer)
+        offsets = node.spec.directions
+        self.opposite = opposites(offsets)
+        self.in_place = self._in_place_runs()
+        last = self.sdfg.add_state("begin", is_start_block=True)
+        if packs(node.spec.phase):
+            for flags, _ in self._pack_groups():
+                for flag in flags:
+                    self.sdfg.add_symbol(flag, dtypes.int32)
+            if node.spec.copy_maps == "arena":
+                last = self._arena_copies(last, "pack")
+            else:
+                for k in range(len(offsets)):
+                    packed = self._unless_direct(self.sends, k)
+                    for n, (flags, group) in enumerate(self._pack_groups()):
+                        fill = functools.partial(self._add_copies, group, k, "pack")
+                        condition = f"_peers[{k}] >= 0" + _unless(flags) + packed
+                        last = self._branch(last, f"pack_{k}_{n}", [(condition, fill)])
+            last = self._then(last, "start", self._add_start)
+        if unpacks(node.spec.phase):
+            last = self._then(last, "wait", self._add_wait)
+            if node.spec.copy_maps == "arena":
+                last = self._arena_copies(last, "unpack")
+            for k in range(len(offsets)):
+                from_self = functools.partial(self._add_self_copies, k)
+                branches = [(f"_peers[{k}] == {SELF}", from_self)]
+                if node.spec.copy_maps != "arena":
+                    unpack = functools.partial(self._add_copies, self.recvs, k, "unpack")
+                    packed = self._unless_direct(self.recvs, k)
+                    branches.insert(0, (f"_peers[{k}] >= 0" + packed, unpack))
+                last = self._branch(last, f"unpack_{k}", branches)
+
+    def _in_place_runs(self) -> dict[tuple[str, int], list[tuple[int, Runs]]]:
+        """(arena, direction) -> (field, runs) of the segments whose fields MPI moves in
+        place when their runs are long enough (``in_place.py``; on a CPU, with copy maps per
+        direction). A direction qualifies if, in every arena, every field is cut into runs
+        alike, and alike to the segment the neighbour exchanges with it (the same box, so the
+        same runs: checked, not assumed). All arenas of a direction go in place or none: their
+        copy maps then stay in one state, where they fuse."""
+        min_bytes = self.node.spec.in_place_min_bytes
+        if not self.MOVES_RUNS_IN_PLACE or self.gpu or self.node.spec.copy_maps == "arena":
+            return {}
+        if min_bytes <= 0:
+            return {}
+        found = {}
+        for arena in self.sends + self.recvs:
+            for segment in arena.segments:
+                starts = [a for a, _ in segment.bounds] + [0] * (len(segment.box) - self.ndim)
+                runs = [(i, box_runs(self.fields[i], starts, segment.box)) for i in arena.fields]
+                if all(r is not None for _, r in runs):
+                    conditions = {r.condition(arena.dtype.bytes, min_bytes, True) for _, r in runs}
+                    if len(conditions) == 1:
+                        found[(arena.name, segment.direction)] = runs
+        recvs = {arena.group: arena for arena in self.recvs}
+        chosen = {}
+        for k in range(len(self.node.spec.directions)):
+            pairs = [
+                ((send.name, k), (recvs[send.group].name, self.opposite[k])) for send in self.sends
+            ]
+            if pairs and all(
+                ours in found and theirs in found and _alike(found[ours], found[theirs])
+                for ours, theirs in pairs
+            ):
+                chosen.update((key, found[key]) for pair in pairs for key in pair)
+        return chosen
+
+    def in_place_condition(self, arenas: list[Arena], k: int, cpp: bool) -> str | None:
+        """When ``arenas``' segments of direction ``k`` go in place (run-time values of the
+        shape symbols); ``None``: never."""
+        conditions = []
+        for arena in arenas:
+            runs = self.in_place.get((arena.name, k))
+            if runs is None:
+                return None
+            min_bytes = self.node.spec.in_place_min_bytes
+            conditions.append(runs[0][1].condition(arena.dtype.bytes, min_bytes, cpp))
+        return (" && " if cpp else " and ").join(conditions) if conditions else None
+
+    def direct_condition(self, arenas: list[Arena], k: int, cpp: bool) -> str | None:
+        """When MPI moves ``arenas``' segments of direction ``k`` straight from or into the
+        fields: they go in place and this rank's fields are dense where their runs were
+        merged (else the runs go through the arena segments, packed); ``None``: never."""
+        condition = self.in_place_condition(arenas, k, cpp)
+        if condition is None:
+            return None
+        dense = {
+            runs.dense_condition(cpp) for a in arenas for _, runs in self.in_place[(a.name, k)]
+        }
+        return (" && " if cpp else " and ").join([condition, *sorted(dense)])
+
+    def _unless_direct(self, arenas: list[Arena], k: int) -> str:
+        """The condition's tail that leaves direction ``k`` of ``arenas`` to MPI, from field
+        to field: no copy map runs for it."""
+        condition = self.direct_condition(arenas, k, cpp=False)
+        return f" and not ({condition})" if condition else ""
+
+    def _arena_copies(self, last: Any, kind: str) -> Any:
+        """After ``last``, one copy map per arena over all directions (``arena_copies.py``);
+        packing skipped where producer stencils did it (``_pack_groups``)."""
+        state = self.sdfg.add_state(f"{kind}_directions")
+        remote = direction_symbols(self.uid, len(self.node.spec.directions))
+        self.sdfg.add_edge(last, state, dace.InterstateEdge(assignments=remote))
+        groups = self._pack_groups() if kind == "pack" else [((), self.recvs)]
+        for n, (flags, group) in enumerate(groups):
+
+            def fill(state: dace.SDFGState, group: list[Arena] = group) -> None:
+                for arena in group:
+                    add_arena_copy(state, self.uid, arena, kind, self.gpu)
+
+            label = f"{kind}_all_{n}"
+            if flags:
+                state = self._branch(state, label, [(_unless(flags).removeprefix(" and "), fill)])
+            else:
+                state = self._then(state, label, fill)
+        return state
+
+    def _pack_groups(self) -> list[tuple[tuple[str, ...], list[Arena]]]:
+        """The send arenas, by the flags (symbols) telling that producer stencils wrote them
+        already (``producer_fusion.py``; none: packed here): an arena is packed unless all
+        its flags are set."""
+        groups: dict[tuple[str, ...], list[Arena]] = {}
+        for arena in self.sends:
+            flags = self.node.spec.packed_by_producers(arena.name)
+            groups.setdefault(flags, []).append(arena)
+        return list(groups.items())
+
+    def _then(self, last: Any, label: str, fill: Callable[[dace.SDFGState], None]) -> Any:
+        state = self.sdfg.add_state(label)
+        self.sdfg.add_edge(last, state, dace.InterstateEdge())
+        fill(state)
+        return state
+
+    def _branch(self, last: Any, label: str, branches: list[tuple[str, Callable]]) -> Any:
+        """A conditional block after ``last``: per (condition on the ranks, filler) a state.
+
+        Whether a direction leads to another rank, to this rank or nowhere is known at run
+        time only; branching on it per direction keeps the copies free of per-element tests.
+        """
+        block = ConditionalBlock(f"{self.uid}_{label}")
+        self.sdfg.add_node(block)
+        self.sdfg.add_edge(last, block, dace.InterstateEdge())
+        for n, (condition, fill) in enumerate(branches):
+            body = ControlFlowRegion(f"{block.label}_{n}", sdfg=self.sdfg)
+            fill(body.add_state(f"{block.label}_{n}_copy", is_start_block=True))
+            block.add_branch(CodeBlock(condition), body)
+        return block
+
+    def _argument(self, name: str, outer: dict[str, Any]) -> Any:
+        desc = outer[name].clone()
+        desc.transient = False
+        self.sdfg.add_datadesc(name, desc)
+        return desc
+
+    def _add_copies(self, arenas: list[Arena], k: int, kind: str, state: dace.SDFGState) -> None:
+        """Pack the fields into (``kind="pack"``) or unpack them from direction ``k``'s
+        segments of their arenas: one map per field group, copying all its fields (built
+        fused: DaCe's ``MapFusionHorizontal`` spent minutes propagating the arena's flat
+        indices when it fused one map per field)."""
+        for arena in arenas:
+            for segment in (s for s in arena.segments if s.direction == k):
+                copies, box = [], self._box(segment.bounds, segment.box)
+                end = segment.offset + len(arena.fields) * segment.size
+                whole = {arena.name: f"{symstr(segment.offset)}:{symstr(end)}"}
+                for j, i in enumerate(arena.fields):
+                    field = f"_f{i}[{self._params(segment)}]"
+                    flat = f"{arena.name}[{self._flat(segment, j)}]"
+                    copies.append((field, flat) if kind == "pack" else (flat, field))
+                    whole[f"_f{i}"] = box
+                self._add_map(state, (kind, arena.group, k), segment, copies, whole)
+
+    def _add_self_copies(self, k: int, state: dace.SDFGState) -> None:
+        """Direction ``k``'s halo from this rank's own cells: what it would have sent itself
+        towards the opposite direction (a periodic axis not split over ranks)."""
+        sent = {(a.group, s.direction): s for a in self.sends for s in a.segments}
+        for arena in self.recvs:
+            for segment in (s for s in arena.segments if s.direction == k):
+                source = sent[(arena.group, self.opposite[k])]
+                shifted = ", ".join(
+                    [
+                        f"h{d} - ({symstr(a)}) + ({symstr(sa)})"
+                        for d, ((a, _), (sa, _)) in enumerate(zip(segment.bounds, source.bounds))
+                    ]
+                    + [f"l{d}" for d in range(len(segment.box) - self.ndim)]
+                )
+                here = self._params(segment)
+                copies = [(f"_f{i}[{shifted}]", f"_f{i}[{here}]") for i in arena.fields]
+                reads = {f"_f{i}": self._box(source.bounds, segment.box) for i in arena.fields}
+                writes = {f"_f{i}": self._box(segment.bounds, segment.box) for i in arena.fields}
+                self._add_map(state, ("self", arena.group, k), segment, copies, reads, writes)
+
+    def _params(self, segment: Segment) -> str:
+        levels = len(segment.box) - self.ndim
+        return ", ".join([f"h{d}" for d in range(self.ndim)] + [f"l{d}" for d in range(levels)])
+
+    def _flat(self, segment: Segment, j: int) -> str:
+        """Arena index of the element at the map's parameters: field ``j`` of the group."""
+        return segment.flat_index(self._params(segment).split(", "), j)
+
+    def _box(self, bounds: list[tuple[Any, Any]], box: list[Any]) -> str:
+        """The range of a box in a field: ``bounds``, then all levels."""
+        ranges = [f"{symstr(a)}:{symstr(b)}" for a, b in bounds]
+        return ", ".join(ranges + [f"0:{symstr(n)}" for n in box[self.ndim :]])
+
+    def _add_map(
+        self,
+        state: dace.SDFGState,
+        what: tuple[str, int, int],
+        segment: Segment,
+        copies: list[tuple[str, str]],
+        reads: dict[str, str],
+        writes: dict[str, str] | None = None,
+    ) -> None:
+        """A copy map over ``segment``'s box (in the fields' index space): ``dst = src`` for
+        each (src, dst) of ``copies``; ``what``: kind, group and direction, for its label and
+        for the fusion pass (``Lowered.copy_maps``).
+
+        The memlets outside the map are given (``reads``, ``writes``: array -> range; by
+        default the same), not propagated: DaCe's propagation of the arenas' flat indices
+        took most of a large step's build (40 s for one 10-field exchange)."""
+        levels = segment.box[self.ndim :]
+        ranges = {f"h{d}": f"{symstr(a)}:{symstr(b)}" for d, (a, b) in enumerate(segment.bounds)}
+        ranges.update({f"l{d}": f"0:{symstr(n)}" for d, n in enumerate(levels)})
+        kind, group, k = what
+        _, entry, exit_ = state.add_mapped_tasklet(
+            f"{self.uid}_{kind}_{group}_{k}",
+            ranges,
+            {f"_in{n}": dace.Memlet(src) for n, (src, _) in enumerate(copies)},
+            "\n".join(f"_out{n} = _in{n}" for n in range(len(copies))),
+            {f"_out{n}": dace.Memlet(dst) for n, (_, dst) in enumerate(copies)},
+            # on a CPU one thread, as the runtime exchange: halo strips are small, and an
+            # OpenMP region per copy map cost more than it saved
+            schedule=dtypes.ScheduleType.Default if self.gpu else dtypes.ScheduleType.Sequential,
+            external_edges=True,
+            propagate=False,
+        )
+        self.lowered.copy_map(entry, CopyMap(self.uid, kind, k))
+        writes = reads if writes is None else writes
+        for e in state.in_edges(entry):
+            e.data = dace.Memlet(f"{e.data.data}[{reads[e.data.data]}]")
+        for e in state.out_edges(exit_):
+            e.data = dace.Memlet(f"{e.data.data}[{writes[e.data.data]}]")
+
+    def fields_in_place(self) -> list[int]:
+        """The fields some of whose runs MPI moves (tasklet connectors ``field<i>``)."""
+        return sorted({i for runs in self.in_place.values() for i, _ in runs})
+
+    def _add_start(self, state: dace.SDFGState) -> None:
+        """The transport's tasklet posting the messages (``start_code``): reads the packed
+        send arenas and the fields of runs sent in place, writes the receive arenas (which
+        orders the wait after it) and, in a split pair's start, the token."""
+        reads = {"peers": "_peers", "comm_handle": "_comm"}
+        reads.update({f"_{a.name}": a.name for a in self.sends})
+        reads.update({f"field{i}": f"_f{i}" for i in self.fields_in_place()})
+        writes = {f"_{a.name}": a.name for a in self.recvs}
+        if self.node.spec.phase == "start":
+            writes[TOKEN_CONNECTOR] = TOKEN
+        label = self.lowered.host_tasklet(f"{self.uid}_post")
+        add_host_tasklet(state, self.sdfg, label, reads, writes, self.start_code())
+
+    def _add_wait(self, state: dace.SDFGState) -> None:
+        """The transport's tasklet after which the receive arenas, and the halos received in
+        place, hold the messages (``wait_code``); none if the transport needs none."""
+        host = self.wait_code()
+        if host is None:
+            return
+        reads = {"peers": "_peers"} | {f"_{a.name}_in": a.name for a in self.recvs}
+        if self.node.spec.phase == "finish":
+            reads[TOKEN_CONNECTOR] = TOKEN
+        writes = {f"_{a.name}": a.name for a in self.recvs}
+        writes.update({f"field{i}": f"_f{i}" for i in self.fields_in_place()})
+        label = self.lowered.host_tasklet(f"{self.uid}_wait")
+        add_host_tasklet(state, self.sdfg, label, reads, writes, host)
+
+    def start_code(self) -> HostCode:
+        """The transport's C++ posting the messages. Connectors: ``peers`` (the rank in each
+        direction), ``comm_handle`` (the MPI communicator's Fortran handle), ``_<arena>`` per
+        arena (send arenas packed; receive arenas to receive into) and ``field<i>`` per field
+        some of whose runs go in place (``fields_in_place``)."""
+        raise NotImplementedError
+
+    def wait_code(self) -> HostCode | None:
+        """The transport's C++ waiting for the messages, or ``None`` if work after it on the
+        program's stream is ordered after them already. Connectors: ``peers``,
+        ``_<arena>_in`` and ``_<arena>`` per receive arena, ``field<i>`` as for the start."""
+        raise NotImplementedError
