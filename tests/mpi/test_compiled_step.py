@@ -603,6 +603,17 @@ def test_message_tags_beyond_the_mpi_bound_are_refused(comm) -> None:
     assert data.allocate_tags(1) == bound  # the last one is still free
 
 
+def test_compiled_exchange_data_releases_its_communicator(comm) -> None:
+    """The communicator duplicated for a decomposition's compiled exchanges is freed with
+    their data: more of them over a run than MPI has communicators (2048 here)."""
+    from gt4py_halo.compiled.convertible import CompiledExchangeData
+
+    d = gh.CartesianDecomposition((17, 11), halo=1, comm=comm)
+    for _ in range(2100):
+        data = CompiledExchangeData(d)
+    assert data.comm.Get_size() == comm.Get_size()
+
+
 def test_split_phase_misuse_is_a_clear_error(comm) -> None:
     """A start never finished, or finished twice, is refused when the step is parsed."""
     d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)

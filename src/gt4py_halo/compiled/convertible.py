@@ -25,6 +25,7 @@ from gt4py_halo.compiled.nodes import SELF, CompiledExchange, HaloExchange, Unst
 from gt4py_halo.compiled.phases import TOKEN
 from gt4py_halo.compiled.split_phase import ExchangeToken
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
+from gt4py_halo.decomposition.collective import private_communicator
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import DecompositionError, FieldError, ProgramError
 from gt4py_halo.transports import compiled_implementation
@@ -71,8 +72,9 @@ def _agreed_serial(comm: MPI.Comm) -> int:
 class CompiledExchangeData:
     """This rank's data for the compiled exchanges of one decomposition, per plan.
 
-    Built collectively on first use (it duplicates the communicator); also allocates message
-    tags, so that every exchange node of a program has its own.
+    Built collectively on first use (it duplicates the communicator, freed when neither this
+    data nor a step built with it is left); also allocates message tags, so that every
+    exchange node of a program has its own.
     """
 
     def __init__(self, decomposition: Any, transport: str = "mpi", auto: bool = False) -> None:
@@ -83,12 +85,13 @@ class CompiledExchangeData:
         self.node_type = HaloExchange if cartesian else UnstructuredHaloExchange
         self.implementation = compiled_implementation(transport, self.node_type, auto)
         reads = self.node_type.implementations[self.implementation].PLAN_ARRAYS
-        self.comm = decomposition.comm.Dup()
+        # the communicator lives as long as its handle, which steps built with it keep
+        handle = np.zeros(1, dtype=np.int32)
+        self.comm = private_communicator(handle, decomposition.comm)
+        handle[0] = self.comm.py2f()
         serial = _agreed_serial(self.comm)
         self.prefix = f"{CLOSURE_PREFIX}{serial}_"
-        self.arrays: dict[str, np.ndarray] = {
-            f"{self.prefix}comm": np.array([self.comm.py2f()], dtype=np.int32)
-        }
+        self.arrays: dict[str, np.ndarray] = {f"{self.prefix}comm": handle}
         for dim in getattr(decomposition, "dims", (None,)):
             plan = decomposition.plan(dim)
             for what in reads:

@@ -18,8 +18,8 @@ from gt4py_halo.gt4py_support import warn_if_oversubscribed
 
 
 def private_communicator(owner: object, comm: MPI.Comm | None) -> MPI.Comm:
-    """A duplicate of ``comm`` (default: MPI_COMM_WORLD) owned by ``owner`` (a decomposition),
-    freed when ``owner`` is garbage-collected (MPI allows a few thousand communicators per
+    """A duplicate of ``comm`` (default: MPI_COMM_WORLD) owned by ``owner`` (a decomposition,
+    the handle array of compiled exchanges), freed when ``owner`` is garbage-collected (MPI allows a few thousand communicators per
     process; a program may build many decompositions over its run).
 
     Its messages can then never match those of the user's code or another decomposition.

@@ -96,7 +96,7 @@ class _NcclMessages:
         self.done: Any = None  # cupy.cuda.Event: after the last unpacking
 
     def start(self, communicator: Any, arrays: Sequence[Any], stream: Any) -> None:
-        if self.done is not None and self.stream != stream:
+        if self.done is not None and self.stream.ptr != stream.ptr:
             stream.wait_event(self.done)  # the buffers' last use, on the device
         self.stream = stream
         pack, self.unpack, local = self.messages.bind(arrays)
