@@ -6,7 +6,9 @@ set -u
 cd "$(dirname "$0")/.."
 status=0
 ruff check src tests examples benchmarks && ruff format --check -q src tests examples benchmarks || status=1
-timeout 900 python -m pytest tests/unit -q -p no:cacheprovider || status=1
+# two workers, a file each (module fixtures are built once): the nvcc builds of one file
+# beside the rest
+timeout 900 python -m pytest tests/unit -q -p no:cacheprovider -n 2 --dist loadfile || status=1
 for n in ${MPI_TEST_RANKS:-1 2 3 4}; do
   echo "=== tests/mpi on $n rank(s) ==="
   quiet=()

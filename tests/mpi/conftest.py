@@ -37,6 +37,12 @@ def load_example(path: Path) -> ModuleType:
     return module
 
 
+def at_most_ranks(n: int, why: str) -> pytest.MarkDecorator:
+    """Run on 1 to ``n`` ranks only: what the test checks does not change beyond (``why``),
+    and every rank more on the 2 cores here costs make test minutes."""
+    return pytest.mark.skipif(COMM.size > n, reason=f"run on 1 to {n} ranks: {why}")
+
+
 @pytest.fixture(scope="session")
 def diffusion() -> ModuleType:
     """The demo's module (GT4Py diffusion stencil), compiled on rank 0 and loaded by all."""

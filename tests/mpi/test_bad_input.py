@@ -7,6 +7,7 @@ posted a message, it would be matched by the next exchange and corrupt it.
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 import pytest
@@ -320,3 +321,30 @@ def test_runtime_fields_that_differ_between_ranks(comm, theirs):
     else:  # no neighbour of the last rank: its halos are right
         np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
     ex.exchange(filled_local(d, (), np.float64))  # the exchange still works for all
+
+
+def test_a_step_called_late_on_some_ranks_is_reported(comm, monkeypatch, capfd):
+    """A compiled step is collective. Ranks that call it while others do not (yet) wait for
+    them, and say so on stderr (every ``REPORT_AFTER_S``) naming themselves and the step,
+    instead of waiting silently; when the others come, the step runs."""
+    from gt4py_halo import build_once
+
+    if comm.size == 1:
+        pytest.skip("needs a rank to wait for")
+    monkeypatch.setattr(build_once, "REPORT_AFTER_S", 0.3)
+    d = gh.CartesianDecomposition((8, 6), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def late_step(a):
+        ex.exchange(a)
+
+    field = filled_local(d, (), np.float64)
+    if comm.rank > 0:
+        time.sleep(1.5)
+    late_step(field)
+    np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+    reports = capfd.readouterr().err
+    if comm.rank == 0:
+        assert f"rank 0 of {comm.size} has waited" in reports
+        assert "to build 'late_step'" in reports

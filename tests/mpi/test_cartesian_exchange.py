@@ -8,6 +8,7 @@ import weakref
 import gt4py.next as gtx
 import numpy as np
 import pytest
+from conftest import at_most_ranks
 from halo_reference import SENTINEL, expected_local, filled_local, gpu_or_skip
 
 import gt4py_halo as gh
@@ -234,6 +235,7 @@ def test_exchanged_fields_are_not_kept_alive(backend):
     assert [ref() for ref in gone] == [None, None, None], "a field kept alive after its exchange"
 
 
+@at_most_ranks(2, "a resource of each process")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_decompositions_release_their_communicators(backend):
     """More decompositions over a run than MPI has communicators (2048 here), each used for

@@ -18,6 +18,7 @@ import dace
 import gt4py.next as gtx
 import numpy as np
 import pytest
+from conftest import at_most_ranks
 from dace.sdfg.nodes import MapEntry
 from halo_reference import SENTINEL, expected_local, filled_local, gpu_or_skip
 from mpi4py import MPI
@@ -286,6 +287,7 @@ def test_new_shapes_reuse_the_build_with_buffers_of_their_own(comm, backend) -> 
     assert len(exchange_levels._binaries) == 1 and len(exchange_levels._builds) == 2
 
 
+@at_most_ranks(2, "the frontend path, not the decomposition, is under test")
 def test_exchange_in_a_plain_dace_program(comm) -> None:
     """``ex.exchange`` inside ``@dace.program`` (not ``@gh.program``): DaCe expands the node
     with its default implementation, buffers inside the expansion; each rank builds its own
@@ -333,6 +335,7 @@ def test_one_copy_map_per_arena_fills_exact_halos(comm) -> None:
         fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
 
 
+@at_most_ranks(2, "the SDFG is the same on any number of ranks")
 def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     d, step = shared_step(diffusion, comm, stencil_packs=True)
     args = (*initial_fields(diffusion, d), *bounds(d))
@@ -603,6 +606,7 @@ def test_message_tags_beyond_the_mpi_bound_are_refused(comm) -> None:
     assert data.allocate_tags(1) == bound  # the last one is still free
 
 
+@at_most_ranks(2, "a resource of each process")
 def test_compiled_exchange_data_releases_its_communicator(comm) -> None:
     """The communicator duplicated for a decomposition's compiled exchanges is freed with
     their data: more of them over a run than MPI has communicators (2048 here)."""

@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-from conftest import COMM, load_example
+from conftest import at_most_ranks, load_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # the examples' own checks compare 1 and N ranks; 2 show it (the compiled-step tests cover
 # 3 and 4), and 4 ranks on the 2 cores here took minutes of make test
-pytestmark = pytest.mark.skipif(COMM.size > 2, reason="run on 1 and 2 ranks")
+pytestmark = at_most_ranks(2, "the examples compare 1 and N ranks themselves")
 
 
 def test_the_demo(diffusion: ModuleType, capsys) -> None:

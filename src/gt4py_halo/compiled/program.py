@@ -154,10 +154,10 @@ class Program:
                 warnings.simplefilter("ignore", UserWarning)
                 compiled = load_precompiled_sdfg(folder)
         else:
-            arrive(self._comm)
+            arrive(self._comm, repr(self.__name__))
             self._check_layouts_agree(values, layouts)
             sdfg, _, exchanged = self._lower(values, layouts)
-            arrive(self._comm)  # lowering takes each rank its own time
+            arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
             problem = None
             try:
                 _check_exchanged(self._dace_program.argnames, values, exchanged)

@@ -68,19 +68,20 @@ class MessageSet:
         ]
         self._peers = [peer for peer, _ in self._messages.recvs]  # whose message each receive is
         self._statuses = [MPI.Status() for _ in self._recv_requests]
+        self._unpack: list = []  # the copies of the exchange in flight
         # a persistent request holds its communicator: freed with the message set, or the
         # decomposition's communicator is never released
         weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
 
     def start(self, arrays: Sequence[Any]) -> None:
-        self._pack, self._unpack, self._local = self._messages.bind(arrays)
+        pack, self._unpack, local = self._messages.bind(arrays)
         MPI.Prequest.Startall(self._recv_requests)
-        for copy in self._pack:
+        for copy in pack:
             copy()
         for wire in self._send_wires:
             wire.to_wire()
         MPI.Prequest.Startall(self._send_requests)
-        for copy in self._local:
+        for copy in local:
             copy()
 
     def test(self) -> bool:
@@ -111,10 +112,11 @@ class MessageSet:
             for peer, status, wire in zip(self._peers, self._statuses, self._recv_wires)
             if status.Get_error() != MPI.SUCCESS or status.Get_count(MPI.BYTE) != wire.memory.nbytes
         ]
+        unpack, self._unpack = self._unpack, ()  # copies over CuPy fields hold them
         if not wrong:
             for wire in self._recv_wires:
                 wire.from_wire()
-            for copy in self._unpack:
+            for copy in unpack:
                 copy()
         MPI.Request.Waitall(self._send_requests)
         if wrong:

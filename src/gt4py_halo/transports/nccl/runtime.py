@@ -92,6 +92,7 @@ class _NcclMessages:
     def __init__(self, plan: ExchangePlan, specs: Sequence[FieldSpec]) -> None:
         self.messages = Messages(plan, specs, cupy)
         self.stream: Any = None
+        self.unpack: Any = ()  # the copies of the exchange in flight
         self.received: Any = None  # cupy.cuda.Event: after the receives of the last start
         self.done: Any = None  # cupy.cuda.Event: after the last unpacking
 
@@ -118,8 +119,9 @@ class _NcclMessages:
                 copy()
 
     def finish(self) -> None:
+        unpack, self.unpack = self.unpack, ()  # the copies hold the fields
         with self.stream:
-            for copy in self.unpack:
+            for copy in unpack:
                 copy()
             self.done = self.stream.record()
 
