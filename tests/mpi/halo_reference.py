@@ -43,20 +43,32 @@ def filled_local(d, level_shape, dtype, order="C"):
 
 
 def gpu_or_skip(comm, backend: str = "mpi"):
-    """CuPy, with this rank's GPU current, where a GPU is present and ``backend`` can run
-    there; else the test is skipped (CI has no GPU). ``nccl`` needs a GPU per rank (NCCL
+    """CuPy, with this rank's GPU current, where every rank has a GPU and ``backend`` can run
+    there; else the test is skipped on every rank alike (a skip on some ranks only would leave
+    the others in the test's collectives). CI has no GPU. ``nccl`` needs a GPU per rank (NCCL
     refuses two ranks on one device) and CuPy with NCCL."""
     import pytest
 
     from gt4py_halo import transports
 
-    cupy = pytest.importorskip("cupy")
-    count = cupy.cuda.runtime.getDeviceCount()
-    if count == 0:
-        pytest.skip("no GPU")
-    if backend == "nccl" and not transports.installed("nccl"):
-        pytest.skip("no CuPy with NCCL")
-    if backend == "nccl" and comm.size > count:
-        pytest.skip(f"nccl needs a GPU per rank: {comm.size} ranks, {count} GPU(s)")
-    cupy.cuda.Device(comm.rank % count).use()
+    def why_not() -> str | None:
+        try:
+            import cupy
+        except ImportError:
+            return "no CuPy"
+        count = cupy.cuda.runtime.getDeviceCount()
+        if count == 0:
+            return "no GPU"
+        if backend == "nccl" and not transports.installed("nccl"):
+            return "no CuPy with NCCL"
+        if backend == "nccl" and comm.size > count:
+            return f"nccl needs a GPU per rank: {comm.size} ranks, {count} GPU(s)"
+        return None
+
+    reasons = [r for r in comm.allgather(why_not()) if r]
+    if reasons:
+        pytest.skip(reasons[0])
+    import cupy
+
+    cupy.cuda.Device(comm.rank % cupy.cuda.runtime.getDeviceCount()).use()
     return cupy
