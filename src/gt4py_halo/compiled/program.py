@@ -41,6 +41,7 @@ from gt4py_halo.build_once import arrive, build_on_root
 from gt4py_halo.compiled.convertible import CLOSURE_PREFIX, PLANS
 from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
+from gt4py_halo.compiled.gt4py_translations import translated_once
 from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
@@ -235,7 +236,8 @@ class Program:
             _symbolic_descriptor(v, layout, self._device) for v, layout in zip(values, layouts)
         ]
         try:
-            with warnings.catch_warnings():  # what DaCe would drop or leave to Python
+            # what DaCe would drop or leave to Python is an error
+            with translated_once(), warnings.catch_warnings():
                 for message in UNCOMPILABLE:
                     warnings.filterwarnings("error", message=message, category=UserWarning)
                 sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)

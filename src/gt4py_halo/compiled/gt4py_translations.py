@@ -1,0 +1,163 @@
+"""GT4Py programs translated to SDFGs once, not at every call site of every step.
+
+DaCe asks a GT4Py program for its SDFG (``__sdfg__``) at each call inside a step, and GT4Py
+translates it anew each time: its GTIR transforms, the SDFG lowering and ``gt_auto_optimize``,
+seconds per call, most of a step's build (a step calling one stencil three times translated it
+three times). ``translated_once`` keeps each translation, in memory and, when GT4Py's build
+cache is persistent (``GT4PY_BUILD_CACHE_LIFETIME=persistent``), on disk beside GT4Py's own
+builds, so later steps, processes and runs load it.
+
+A translation is reused only for the same input. The key holds the program's GTIR (GT4Py's
+``past_to_itir``, milliseconds; not from GT4Py's cache of it, whose entries ``__sdfg__``
+modifies in place), its column axis, the types of its offset providers and the contents of
+their neighbour tables (GT4Py's domain inference reads them), what DaCe passes for the
+arguments (``__sdfg__`` checks them), the translator's settings, DaCe's configuration and the
+GT4Py and DaCe versions. A program whose GTIR cannot be fingerprinted across processes is kept
+in memory only; one that cannot be fingerprinted at all is translated as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import pickle
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dace
+import gt4py
+import numpy as np
+import xxhash
+from gt4py.next import common, config, fingerprinting
+from gt4py.next.otf import arguments, workflow
+from gt4py.next.program_processors.runners.dace import program as dace_program
+
+log = logging.getLogger(__name__)
+
+_GT4PY_PROGRAM = dace_program.Program
+_TRANSLATE = _GT4PY_PROGRAM.__sdfg__
+_DIRECTORY = "gt4py_halo_sdfgs"
+_translations: dict[str, tuple[str, dict, dict]] = {}  # key -> SDFG JSON, input/output fields
+
+
+@contextlib.contextmanager
+def translated_once() -> Iterator[None]:
+    """While parsing a step: GT4Py programs' ``__sdfg__`` reuses earlier translations."""
+    before = _GT4PY_PROGRAM.__sdfg__
+    _GT4PY_PROGRAM.__sdfg__ = _sdfg
+    try:
+        yield
+    finally:
+        _GT4PY_PROGRAM.__sdfg__ = before
+
+
+def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
+    key, persistent = _key(self, args, kwargs)
+    if key is None:
+        return _TRANSLATE(self, *args, **kwargs)
+    kept = _translations.get(key) or (_load(key) if persistent else None)
+    if kept is None:
+        sdfg = _TRANSLATE(self, *args, **kwargs)
+        kept = (
+            json.dumps(sdfg.to_json()),
+            dict(sdfg.gt4py_program_input_fields),
+            dict(sdfg.gt4py_program_output_fields),
+        )
+        if persistent:
+            _store(key, kept)
+    _translations[key] = kept
+    sdfg = dace.SDFG.from_json(json.loads(kept[0]))
+    sdfg.gt4py_program_input_fields, sdfg.gt4py_program_output_fields = dict(kept[1]), dict(kept[2])
+    self.sdfg_closure_cache["arrays"] = sdfg.arrays  # what __sdfg_closure__ reads
+    return sdfg
+
+
+def _key(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple[str | None, bool]:
+    """The translation's key, and whether it is the same in every process."""
+    if self.backend is None or "dace" not in self.backend.name.lower():
+        return None, False  # __sdfg__ raises its own error
+    connectivities = self.compilation_options.connectivities or {}
+    column_axis = kwargs.get("column_axis")
+    lowering = self.backend.transforms.past_to_itir
+    if isinstance(lowering, workflow.CachedStep):  # whose results __sdfg__ modifies in place
+        lowering = lowering.step
+    gtir = lowering(
+        workflow.ConcreteArtifact(
+            data=self.past_stage,
+            args=arguments.CompileTimeArgs(
+                args=tuple(p.type for p in self.past_stage.past_node.params),
+                kwargs={},
+                column_axis=column_axis,
+                offset_provider=connectivities,
+                argument_descriptor_contexts={},
+            ),
+        )
+    ).data
+    translator = self.backend.executor.translation
+    if isinstance(translator, workflow.CachedStep):
+        translator = translator.step
+    tables = xxhash.xxh64()
+    for name in sorted(connectivities):
+        table = connectivities[name]
+        if common.is_neighbor_table(table):
+            array = np.ascontiguousarray(table.asnumpy())
+            tables.update(f"{name}:{array.dtype}:{array.shape}:".encode())
+            tables.update(array.tobytes())
+    arguments_seen = [
+        (type(a).__name__, str(getattr(a, "dtype", "")), len(getattr(a, "shape", ())))
+        for a in (*args, *kwargs.values())
+    ]
+    settings = dict(dace.Config.get())
+    settings.pop("default_build_folder", None)
+    around = json.dumps(
+        [
+            gt4py.__version__,
+            dace.__version__,
+            repr(translator),
+            arguments_seen,
+            settings,
+            tables.hexdigest(),
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    described = (gtir, column_axis, common.offset_provider_to_type(connectivities))
+    with contextlib.suppress(TypeError):  # something in it is not importable by its name
+        return fingerprinting.strict_fingerprinter((described, around)), True
+    try:
+        return fingerprinting.lenient_fingerprinter((described, around)), False
+    except (TypeError, ValueError):
+        log.debug("GT4Py program %s not fingerprinted: translated anew", self, exc_info=True)
+        return None, False
+
+
+def _folder() -> Path | None:
+    if config.BUILD_CACHE_LIFETIME is not config.BuildCacheLifetime.PERSISTENT:
+        return None
+    return Path(config.BUILD_CACHE_DIR) / _DIRECTORY
+
+
+def _load(key: str) -> tuple[str, dict, dict] | None:
+    folder = _folder()
+    if folder is None:
+        return None
+    try:
+        with open(folder / f"{key}.pickle", "rb") as file:
+            return pickle.load(file)
+    except (OSError, pickle.UnpicklingError, EOFError):
+        return None
+
+
+def _store(key: str, kept: tuple[str, dict, dict]) -> None:
+    """Written whole or not at all: ranks of one job may store the same key at once."""
+    folder = _folder()
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".part") as file:
+        pickle.dump(kept, file)
+    os.replace(file.name, folder / f"{key}.pickle")
