@@ -7,10 +7,12 @@ BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 NP        ?= 2
 # optional dependencies installed: ghex (the 'ghex' transport, built from source), nvcc
-# (CUDA 13 compiler wheels, ~350 MB: the tests compile the generated GPU code) and nccl
-# (NCCL's headers and library, ~300 MB: the tests build the nccl transport's GPU code);
-# `make install EXTRAS=test` into a fresh venv leaves them out
-EXTRAS    ?= test,ghex,nvcc,nccl
+# (CUDA 13 compiler wheels, ~350 MB: the tests compile the generated GPU code), nccl
+# (NCCL's headers and library, ~300 MB: the tests build the nccl transport's GPU code) and
+# icon4py (gt4py_halo.icon4py's needs, and ICON4Py itself: it pins another gt4py, so it goes
+# in without its requirements); `make install EXTRAS=test` into a fresh venv leaves them out
+EXTRAS    ?= test,ghex,nvcc,nccl,icon4py
+ICON4PY   := icon4py-common==0.4.1 icon4py-atmosphere-diffusion==0.4.1
 # bundled MPICH on PATH; one OpenMP thread per rank (2 per rank made stencils 200x slower
 # on a 2-core machine); gt4py's persistent cache so each program compiles once
 RUN_ENV   := PATH="$(CURDIR)/$(BIN):$$PATH" OMP_NUM_THREADS=1 \
@@ -29,6 +31,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	tools/check-system-deps.sh
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q "mpich>=4.2" "mpi4py>=4.1"
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	$(if $(findstring icon4py,$(EXTRAS)),$(BIN)/python -m pip install -q --no-deps $(ICON4PY))
 	touch $@
 
 demo: $(STAMP)

@@ -120,3 +120,37 @@ def test_plan_orders_both_sides_alike(comm):
     everyone_sent = comm.alltoall([sent.get(p, []) for p in range(comm.size)])
     for peer in range(comm.size):
         assert everyone_sent[peer] == expected.get(peer, [])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_owned_and_halo_in_any_local_order(comm, backend):
+    """``from_local_gids``: owned and halo positions interleaved (ICON4Py's layouts may be);
+    halos written at their positions from the owners, owned entries untouched, and the same
+    halos as the owned-first layout of the same mesh."""
+    mesh = random_mesh(comm, seed=13)
+    layouts = {}
+    for number, (dim, (owned, halo)) in enumerate(mesh.items()):
+        gids = np.concatenate([owned, halo])
+        order = np.random.default_rng(100 * comm.rank + number).permutation(len(gids))
+        layouts[dim] = (gids[order], order < len(owned))
+    d = gh.UnstructuredDecomposition.from_local_gids(layouts)
+    owned_first = gh.UnstructuredDecomposition(mesh)
+    ex = gh.make_exchange(d, backend=backend)
+    for dim, (gids, owned) in layouts.items():
+        assert np.array_equal(d.local_gids(dim), gids)
+        field = np.where(owned[:, None], values(gids, (2,), np.float64), -1.0)
+        ex.exchange(field, dim=dim)
+        np.testing.assert_array_equal(field, values(gids, (2,), np.float64))
+        reference = local_field(owned_first, dim, (2,), np.float64)
+        gh.make_exchange(owned_first, backend=backend).exchange(reference, dim=dim)
+        np.testing.assert_array_equal(
+            field[np.argsort(gids)], reference[np.argsort(owned_first.local_gids(dim))]
+        )
+    if any(not np.array_equal(lids, np.arange(len(lids))) for lids in d.owned_lids.values()):
+        with pytest.raises(gh.DecompositionError, match="owned_lids"):
+            d.owned  # noqa: B018
+
+
+def test_local_gids_need_one_owned_flag_per_gid(comm):
+    with pytest.raises(gh.DecompositionError, match="one per gid"):
+        gh.UnstructuredDecomposition.from_local_gids({"cell": (np.arange(4), np.ones(3, bool))})

@@ -107,12 +107,9 @@ class CompiledExchangeData:
         return f"{self.prefix}{plan.name}_{what}"
 
     def gids(self, dim: str) -> np.ndarray:
-        """The dim's gids in local order (owned, then halo): what GHEX builds its pattern
-        from. Collective: GHEX takes 32-bit gids, and a mesh with larger ones is refused on
-        every rank."""
-        owned = self.decomposition.owned_gids[dim]
-        halo = self.decomposition.halo_gids[dim]
-        gids = np.concatenate([owned, halo])
+        """The dim's gids in local order: what GHEX builds its pattern from. Collective:
+        GHEX takes 32-bit gids, and a mesh with larger ones is refused on every rank."""
+        gids = self.decomposition.local_gids(dim)
         if self.comm.allreduce(int(gids.max(initial=0)), op=MPI.MAX) >= 2**31:
             raise DecompositionError(
                 f"dim {dim!r}: GHEX takes 32-bit gids; this mesh has gids of 2**31 and above: "
@@ -158,11 +155,6 @@ def _block(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
     return np.array([*d.global_shape, *first, *last, *d.periodic], dtype=np.int32)
 
 
-def _halo_lids(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
-    owned = len(data.decomposition.owned_gids[plan.name])
-    return np.arange(owned, owned + len(data.decomposition.halo_gids[plan.name]), dtype=np.int32)
-
-
 #: How each plan array an expansion may read (its ``PLAN_ARRAYS``) is made from this rank's
 #: plan: cartesian, the rank in each direction (MPI) or this rank's block (GHEX); unstructured,
 #: the neighbour ranks and per neighbour (CSR offsets) the local indices to send and to
@@ -178,7 +170,7 @@ PLAN_DATA: dict[str, Callable[[CompiledExchangeData, ExchangePlan], np.ndarray]]
     "recv_ptr": lambda data, plan: _offsets([n.recv.count for n in plan.remote_neighbours]),
     "recv_idx": lambda data, plan: _concatenated([n.recv.indices for n in plan.remote_neighbours]),
     "gids": lambda data, plan: data.gids(plan.name),
-    "halo_lids": _halo_lids,
+    "halo_lids": lambda data, plan: data.decomposition.halo_lids[plan.name].astype(np.int32),
 }
 
 

@@ -19,11 +19,16 @@ from gt4py_halo.gt4py_support import warn_if_oversubscribed
 
 def private_communicator(owner: object, comm: MPI.Comm | None) -> MPI.Comm:
     """A duplicate of ``comm`` (default: MPI_COMM_WORLD) owned by ``owner`` (a decomposition,
-    the handle array of compiled exchanges), freed when ``owner`` is garbage-collected (MPI allows a few thousand communicators per
-    process; a program may build many decompositions over its run).
+    the handle array of compiled exchanges), freed when ``owner`` is garbage-collected (MPI
+    allows a few thousand communicators per process; a program may build many decompositions
+    over its run).
 
     Its messages can then never match those of the user's code or another decomposition.
+    MPI is initialized here if nobody did yet: ICON4Py imports mpi4py with
+    ``mpi4py.rc.initialize = False`` and initializes MPI itself later, if at all.
     """
+    if not MPI.Is_initialized():
+        MPI.Init_thread(MPI.THREAD_MULTIPLE)  # what mpi4py asks for when it initializes
     if comm is None:
         comm = MPI.COMM_WORLD
     if comm == MPI.COMM_NULL:

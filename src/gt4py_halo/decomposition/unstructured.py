@@ -1,11 +1,13 @@
 """Unstructured (ICON-style) decomposition: per dim, owned and halo global ids on each rank.
 
 Local arrays of a dim hold the owned gids first, in the given order, then the halo gids, in
-the given order. Owners of halo gids are discovered, not passed: every gid is registered with a
-*directory rank* (``gid % size``), which detects gids owned twice and answers who owns each
-halo gid, or that nobody does. Memory and messages scale with the local sizes, never with the
-global mesh. Each rank then asks each owner for its gids; the owner's send list follows the
-order of the request, so both sides of every message agree cell by cell.
+the given order; or, built ``from_local_gids``, any local order (ICON4Py's arrays are not
+guaranteed to be owned first): each gid's local position is where it is listed. Owners of
+halo gids are discovered, not passed: every gid is registered with a *directory rank*
+(``gid % size``), which detects gids owned twice and answers who owns each halo gid, or that
+nobody does. Memory and messages scale with the local sizes, never with the global mesh. Each
+rank then asks each owner for its gids; the owner's send list follows the order of the
+request, so both sides of every message agree cell by cell.
 """
 
 from __future__ import annotations
@@ -34,31 +36,68 @@ GidLists = tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray]
 class UnstructuredDecomposition:
     """Per named dim (``"cell"``, ``"edge"``, ...), which gids this rank owns and mirrors.
 
-    Construction is collective over ``comm``: every rank must pass the same dim names.
+    ``dims`` maps each name to ``(owned_gids, halo_gids)``: a local array of the dim holds the
+    owned gids first, then the halo gids. Construction is collective over ``comm``: every rank
+    must pass the same dim names.
     """
 
     def __init__(self, dims: Mapping[str, GidLists], comm: MPI.Comm | None = None) -> None:
+        self._build(dims, comm, owned_first=True)
+
+    @classmethod
+    def from_local_gids(
+        cls, dims: Mapping[str, GidLists], comm: MPI.Comm | None = None
+    ) -> UnstructuredDecomposition:
+        """Per dim ``(gids, owned)``: the gid at each local position, in local order, and
+        which positions this rank owns (booleans); owned and halo positions may interleave.
+        That is ICON4Py's ``DecompositionInfo``: ``global_index(dim)`` and
+        ``owner_mask(dim)``. Collective over ``comm``, like the constructor."""
+        decomposition = cls.__new__(cls)
+        decomposition._build(dims, comm, owned_first=False)
+        return decomposition
+
+    def _build(self, dims: Mapping[str, GidLists], comm: MPI.Comm | None, owned_first: bool):
         self.comm = private_communicator(self, comm)
         self.rank = self.comm.Get_rank()
         names = sorted(dims) if isinstance(dims, Mapping) else None
         _check_same_names(self.comm, names)
         self.dims = tuple(names)
+        #: per dim, the owned and the halo gids, and (``*_lids``) their local positions
         self.owned_gids: dict[str, np.ndarray] = {}
         self.halo_gids: dict[str, np.ndarray] = {}
+        self.owned_lids: dict[str, np.ndarray] = {}
+        self.halo_lids: dict[str, np.ndarray] = {}
         self._plans: dict[str, ExchangePlan] = {}
         for number, name in enumerate(self.dims):
-            owned, halo = _gid_arrays(self.comm, name, dims[name])
-            self.owned_gids[name] = owned
-            self.halo_gids[name] = halo
-            self._plans[name] = _build_plan(self.comm, name, owned, halo, number * TAGS_PER_PLAN)
+            read = _gid_arrays if owned_first else _local_gid_arrays
+            owned, halo, owned_lids, halo_lids = read(self.comm, name, dims[name])
+            self.owned_gids[name], self.halo_gids[name] = owned, halo
+            self.owned_lids[name], self.halo_lids[name] = owned_lids, halo_lids
+            self._plans[name] = _build_plan(
+                self.comm, name, owned, halo, owned_lids, halo_lids, number * TAGS_PER_PLAN
+            )
 
     def local_size(self, dim: str) -> int:
         """Length of axis 0 of a local field of ``dim``: owned plus halo cells."""
         return self.plan(dim).local_shape[0]
 
+    def local_gids(self, dim: str) -> np.ndarray:
+        """The gid at each local position of ``dim``."""
+        gids = np.empty(self.local_size(dim), dtype=np.int64)
+        gids[self.owned_lids[dim]] = self.owned_gids[dim]
+        gids[self.halo_lids[dim]] = self.halo_gids[dim]
+        return gids
+
     @property
     def owned(self) -> dict[str, slice]:
-        """Per dim, the slice of owned cells in a local array."""
+        """Per dim, the slice of owned cells in a local array (owned first; else
+        ``DecompositionError``: use ``owned_lids``)."""
+        for name, lids in self.owned_lids.items():
+            if not np.array_equal(lids, np.arange(len(lids))):
+                raise DecompositionError(
+                    f"dim {name!r}: the owned cells are not first in local arrays; their "
+                    "positions are owned_lids[dim]"
+                )
         return {name: slice(0, len(gids)) for name, gids in self.owned_gids.items()}
 
     def plan(self, dim: str | None = None) -> ExchangePlan:
@@ -94,28 +133,56 @@ def _check_same_names(comm: MPI.Comm, names: list[str] | None) -> None:
         raise_on_all_ranks(comm, f"dims differ between ranks: {everyone[:4]}")
 
 
-def _gid_arrays(comm: MPI.Comm, name: str, lists: GidLists) -> tuple[np.ndarray, np.ndarray]:
-    """Both gid lists as int64 arrays, after checks every rank agrees on."""
+def _gid_arrays(comm: MPI.Comm, name: str, lists: GidLists) -> tuple[np.ndarray, ...]:
+    """Owned and halo gids as int64 arrays, and their local positions (owned first), after
+    checks every rank agrees on."""
     problem, owned, halo = None, np.empty(0, np.int64), np.empty(0, np.int64)
     try:
         owned_in, halo_in = lists
-        owned, halo = (np.asarray(a) for a in (owned_in, halo_in))
-        if owned.ndim != 1 or halo.ndim != 1:
-            raise ValueError("gid lists must be one-dimensional")
-        if any(a.size and a.dtype.kind not in "iu" for a in (owned, halo)):
-            raise ValueError("gids must be integers")
-        owned, halo = owned.astype(np.int64), halo.astype(np.int64)
-        if (owned.size and owned.min() < 0) or (halo.size and halo.min() < 0):
-            raise ValueError("gids must be non-negative")
-        problem = (
-            _repeated("owned gid", owned, "listed twice as owned")
-            or _repeated("halo gid", halo, "listed twice as halo")
-            or _repeated("gid", np.concatenate([owned, halo]), "listed both as owned and as halo")
-        )
+        owned, halo = (_gids(a) for a in (owned_in, halo_in))
+        problem = _repeated_gids(owned, halo)
     except (TypeError, ValueError) as error:
         problem = f"{error} (expected (owned_gids, halo_gids))"
     raise_on_all_ranks(comm, f"dim {name!r}: {problem}" if problem else None)
-    return owned, halo
+    return owned, halo, np.arange(len(owned)), np.arange(len(owned), len(owned) + len(halo))
+
+
+def _local_gid_arrays(comm: MPI.Comm, name: str, lists: GidLists) -> tuple[np.ndarray, ...]:
+    """``_gid_arrays`` of ``from_local_gids``' ``(gids, owned)``."""
+    problem, gids, owned = None, np.empty(0, np.int64), np.empty(0, bool)
+    try:
+        gids_in, owned_in = lists
+        gids, owned = _gids(gids_in), np.asarray(owned_in)
+        if owned.dtype != bool or owned.shape != gids.shape:
+            raise ValueError(
+                f"owned must be booleans, one per gid; got {owned.dtype} of shape "
+                f"{owned.shape} for {gids.shape[0]} gids"
+            )
+        problem = _repeated_gids(gids[owned], gids[~owned])
+    except (TypeError, ValueError) as error:
+        problem = f"{error} (expected (gids, owned))"
+    raise_on_all_ranks(comm, f"dim {name!r}: {problem}" if problem else None)
+    return gids[owned], gids[~owned], np.flatnonzero(owned), np.flatnonzero(~owned)
+
+
+def _gids(values: Sequence[int] | np.ndarray) -> np.ndarray:
+    gids = np.asarray(values)
+    if gids.ndim != 1:
+        raise ValueError("gid lists must be one-dimensional")
+    if gids.size and gids.dtype.kind not in "iu":
+        raise ValueError("gids must be integers")
+    gids = gids.astype(np.int64)
+    if gids.size and gids.min() < 0:
+        raise ValueError("gids must be non-negative")
+    return gids
+
+
+def _repeated_gids(owned: np.ndarray, halo: np.ndarray) -> str | None:
+    return (
+        _repeated("owned gid", owned, "listed twice as owned")
+        or _repeated("halo gid", halo, "listed twice as halo")
+        or _repeated("gid", np.concatenate([owned, halo]), "listed both as owned and as halo")
+    )
 
 
 def _repeated(what: str, gids: np.ndarray, how: str) -> str | None:
@@ -125,7 +192,13 @@ def _repeated(what: str, gids: np.ndarray, how: str) -> str | None:
 
 
 def _build_plan(
-    comm: MPI.Comm, name: str, owned: np.ndarray, halo: np.ndarray, tag: int
+    comm: MPI.Comm,
+    name: str,
+    owned: np.ndarray,
+    halo: np.ndarray,
+    owned_lids: np.ndarray,
+    halo_lids: np.ndarray,
+    tag: int,
 ) -> ExchangePlan:
     size, rank = comm.Get_size(), comm.Get_rank()
 
@@ -178,8 +251,8 @@ def _build_plan(
         neighbours.append(
             NeighbourExchange(
                 rank=peer,
-                send=IndexRegion(send_indices.astype(np.int64)),
-                recv=IndexRegion(len(owned) + recv_positions[peer].astype(np.int64)),
+                send=IndexRegion(owned_lids[send_indices].astype(np.int64)),
+                recv=IndexRegion(halo_lids[recv_positions[peer]].astype(np.int64)),
             )
         )
     return ExchangePlan(

@@ -3,8 +3,9 @@
 Cartesian decompositions use GHEX's structured regular API, with undecomposed level axes
 appended as whole, halo-free dimensions (GHEX supports up to 4 dimensions in all).
 Unstructured ones use the unstructured API with the decomposition's gids, in the same local
-order (owned, then halo). Tests check that GHEX fills exactly the halos the exchange plan
-describes.
+order. GHEX describes an unstructured field only if one of its axes is dense: a view strided
+along both (every other row of an array, say) is exchanged as a dense copy, its halo copied
+back at the wait. Tests check that GHEX fills exactly the halos the exchange plan describes.
 
 What is built once: the context, one pattern per (plan, level shape), field descriptors per
 field array, and pools of communication objects: GHEX runs one exchange per communication
@@ -98,8 +99,8 @@ class _UnstructuredPatterns:
             )
         domain = ghex_unstructured.DomainDescriptor(
             decomposition.rank,
-            np.concatenate([owned, halo]).astype(np.int32),
-            np.arange(len(owned), len(owned) + len(halo), dtype=np.int32),
+            decomposition.local_gids(dim).astype(np.int32),
+            decomposition.halo_lids[dim].astype(np.int32),
         )
         generator = ghex_unstructured.HaloGenerator.from_gids(halo.astype(np.int32))
         self._pattern = (ghex_unstructured.make_pattern(context, generator, [domain]), domain)
@@ -134,11 +135,19 @@ class GhexTransport:
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
     ) -> PendingGhexExchange:
         patterns = self._patterns_of(plan)
-        applied = []
+        applied, staged = [], []
         for position, (array, spec) in enumerate(zip(arrays, specs)):
             _check_device(array, position)
             pattern, domain = patterns.pattern(spec)
-            descriptor = self._descriptor(plan, patterns, domain, array, spec, position)
+            try:
+                descriptor = self._descriptor(plan, patterns, domain, array, spec, position)
+            except TypeError as error:  # GHEX takes no unstructured field with 2 strided axes
+                if "strides" not in str(error):
+                    raise
+                dense = type(array)(array.shape, dtype=array.dtype)  # NumPy or CuPy
+                dense[...] = array
+                descriptor = patterns.descriptor(domain, dense, spec, position)
+                staged.append((array, dense, self._decomposition.halo_lids[plan.name]))
             applied.append(pattern(descriptor))
         # pyghex takes one C++ buffer type (dtype, axes, layout) per call: one call per group
         groups: dict[type, list[Any]] = {}
@@ -150,7 +159,7 @@ class GhexTransport:
             co = pool.pop() if pool else self._new_communication_object()
             started.append((co.exchange(group), co, pool))
         # GHEX reads the fields, their descriptors and buffer infos until the wait
-        return PendingGhexExchange(started, (arrays, applied))
+        return PendingGhexExchange(started, (arrays, applied), staged)
 
     def _patterns_of(self, plan: ExchangePlan) -> Any:
         if plan.name not in self._patterns:
@@ -191,9 +200,10 @@ class GhexTransport:
 class PendingGhexExchange:
     """GHEX exchanges in flight; ``wait`` returns their communication objects to their pools."""
 
-    def __init__(self, started: list[tuple[Any, Any, list]], kept: Any) -> None:
+    def __init__(self, started: list[tuple[Any, Any, list]], kept: Any, staged: list) -> None:
         self._started = started
         self._kept = kept  # GHEX holds raw pointers: keep what they point to alive until done
+        self._staged = staged  # (field, the dense copy exchanged instead, its halo positions)
         _UNFINISHED.add(self)
 
     def test(self) -> bool:
@@ -205,6 +215,8 @@ class PendingGhexExchange:
         try:
             for handle, _, _ in self._started:
                 handle.wait()
+            for field, dense, halo in self._staged:
+                field[halo] = dense[halo]
         finally:
             _UNFINISHED.discard(self)
             for _, co, pool in self._started:

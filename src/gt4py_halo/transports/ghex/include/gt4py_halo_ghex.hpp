@@ -66,7 +66,7 @@ class GhexUnstructured {
     using field = ghex::unstructured::data_descriptor<ghex::cpu, int, int, T>;
 
     // Collective over comm: every rank constructs its exchanges in the same order.
-    // gids: owned then halo, in local order; halo_lids: the local indices of the halo.
+    // gids: in local order; halo_lids: the local indices of the halo.
     GhexUnstructured(MPI_Comm comm, const int* gids, long n, const int* halo_lids, long nh)
     : m_context(comm, false)
     , m_domains{domain(m_context.rank(), gids, gids + n, halo_lids, halo_lids + nh)}

@@ -1,0 +1,134 @@
+"""gt4py_halo as ICON4Py's exchange runtime: a drop-in for ``GHexMultiNodeExchange``.
+
+ICON4Py exchanges halos through an ``ExchangeRuntime`` it creates from its process properties
+and ``DecompositionInfo``; this module implements that protocol on a gt4py_halo
+``UnstructuredDecomposition`` of ICON4Py's cells, edges and vertices, over the transport of
+gt4py_halo's configuration (``"mpi"``, ``"ghex"``, ...)::
+
+    from gt4py_halo import icon4py as gh_icon4py
+
+    exchange = gh_icon4py.create_exchange(process_props, decomposition_info)
+    # instead of icon4py.model.common.decomposition.definitions.create_exchange(...)
+
+What ICON4Py passes is accepted: GT4Py fields and NumPy or CuPy arrays of one axis or with
+levels, in any dtype gt4py_halo exchanges, mixed in one call (one message per neighbour);
+arrays longer than the dim's local size (ICON's nproma padding: the first entries are
+exchanged, the rest left alone); strided views; ICON4Py's local layout as its
+``DecompositionInfo`` says (owned and halo entries in any order).
+
+Streams: host fields exchange at once whatever ``stream`` says (ICON4Py's protocol). For
+device fields, ``start`` first waits on the host for ``stream`` (the exchange does not begin
+before work submitted to it), and ``finish`` returns once the halos are written, whatever
+``stream``: later work on any stream sees them. Construction is collective over
+``process_props.comm``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gt4py import next as gtx
+from icon4py.model.common import dimension as dims
+from icon4py.model.common.decomposition import definitions
+from icon4py.model.common.utils import data_allocation as data_alloc
+
+from gt4py_halo.decomposition.unstructured import UnstructuredDecomposition
+from gt4py_halo.errors import FieldError
+from gt4py_halo.runtime.exchange import Exchange as _Exchange
+from gt4py_halo.runtime.exchange import ExchangeHandle
+from gt4py_halo.runtime.fields import as_array
+
+
+class Exchange(definitions.ExchangeRuntime):
+    """ICON4Py's ``ExchangeRuntime`` over a gt4py_halo exchange of its horizontal dims."""
+
+    def __init__(
+        self,
+        process_props: definitions.ProcessProperties,
+        decomposition_info: definitions.DecompositionInfo,
+        backend: str | None = None,
+    ) -> None:
+        info = decomposition_info.as_host()
+        self._dims = {dim.value: dim for dim in dims.horizontal_dims()}
+        self.decomposition = UnstructuredDecomposition.from_local_gids(
+            {
+                name: (info.global_index(dim), np.asarray(info.owner_mask(dim), dtype=bool))
+                for name, dim in self._dims.items()
+            },
+            comm=process_props.comm,
+        )
+        #: the gt4py_halo exchange underneath (``.backend``: the transport in use)
+        self.exchange_runtime = _Exchange(self.decomposition, backend)
+
+    def start(
+        self,
+        dim: gtx.Dimension,
+        *fields: gtx.Field | data_alloc.NDArray,
+        stream: definitions.StreamLike = definitions.DEFAULT_STREAM,
+    ) -> Result:
+        """Post the exchange of ``fields`` along horizontal ``dim``; ``finish`` the result."""
+        if dim.value not in self._dims:
+            raise FieldError(
+                f"dim {dim.value!r} is not a horizontal dim of the decomposition "
+                f"({', '.join(self._dims)})"
+            )
+        size = self.decomposition.local_size(dim.value)
+        arrays = []
+        for position, field in enumerate(fields):
+            array = as_array(field, position)
+            if array.ndim not in (1, 2) or array.shape[0] < size:
+                raise FieldError(
+                    f"field {position} has shape {array.shape}; ICON4Py fields of dim "
+                    f"{dim.value!r} have 1 or 2 axes, the first of at least {size} entries on "
+                    f"rank {self.my_rank()}"
+                )
+            arrays.append(array[:size])
+        if arrays and not isinstance(arrays[0], np.ndarray):
+            _synchronize(stream)
+        return Result(self.exchange_runtime.start(*arrays, dim=dim.value))
+
+    def get_size(self) -> int:
+        return self.decomposition.comm.Get_size()
+
+    def my_rank(self) -> int:
+        return self.decomposition.rank
+
+
+class Result(definitions.ExchangeResult):
+    """An exchange in flight: ICON4Py's ``ExchangeResult``."""
+
+    def __init__(self, handle: ExchangeHandle) -> None:
+        self._handle = handle
+
+    def finish(
+        self, stream: definitions.StreamLike | definitions.BlockType = definitions.DEFAULT_STREAM
+    ) -> None:
+        """Write the halos; they are written when this returns, whatever ``stream``."""
+        self._handle.finish()
+
+    def is_ready(self) -> bool:
+        return self._handle.is_ready()
+
+
+def create_exchange(
+    process_props: definitions.ProcessProperties,
+    decomposition_info: definitions.DecompositionInfo,
+    backend: str | None = None,
+) -> Exchange:
+    """ICON4Py's ``create_exchange`` with gt4py_halo underneath, on any number of ranks."""
+    return Exchange(process_props, decomposition_info, backend)
+
+
+@definitions.create_halo_exchange_wait.register(Exchange)
+def _halo_exchange_wait(runtime: Exchange) -> definitions.HaloExchangeWait:
+    return definitions.HaloExchangeWait(runtime)
+
+
+def _synchronize(stream: Any) -> None:
+    """Wait on the host for the work submitted to ICON4Py's ``stream`` (a CuPy-like stream
+    with ``ptr`` or one with ``__cuda_stream__``)."""
+    import cupy
+
+    pointer = stream.__cuda_stream__()[1] if hasattr(stream, "__cuda_stream__") else stream.ptr
+    cupy.cuda.ExternalStream(pointer).synchronize()

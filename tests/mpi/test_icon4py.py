@@ -1,0 +1,138 @@
+"""gt4py_halo as ICON4Py's exchange runtime (``gt4py_halo.icon4py``), on a torus that ICON4Py's
+own METIS decomposer and halo constructor cut: every halo equals the owner's value and what
+ICON4Py's own GHEX exchange writes, byte for byte, for what ICON4Py passes."""
+
+from __future__ import annotations
+
+import icon4py_torus
+import numpy as np
+import pytest
+from gt4py import next as gtx
+from icon4py.model.common import dimension as dims
+from icon4py.model.common.decomposition import definitions
+from icon4py.model.common.decomposition import mpi_decomposition as icon_mpi
+from mpi4py import MPI
+
+import gt4py_halo as gh
+from gt4py_halo import icon4py as gh_icon4py
+
+NX, NY = 12, 8  # 192 cells, 288 edges, 96 vertices
+DIMS = (dims.CellDim, dims.EdgeDim, dims.VertexDim)
+BACKENDS = ["mpi", "ghex"]
+PADDING = 5  # ICON's nproma: arrays longer than the local size
+
+
+@pytest.fixture(scope="module")
+def props():
+    return icon_mpi.MPICommProcessProperties(MPI.COMM_WORLD)
+
+
+@pytest.fixture(scope="module")
+def info(props):
+    return icon4py_torus.decomposition_info(NX, NY, props)
+
+
+@pytest.fixture(scope="module")
+def icon4py_own(props, info):
+    """ICON4Py's own exchange runtime: GHEX from Python."""
+    return icon_mpi.GHexMultiNodeExchange(props, info)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def runtime(props, info, request):
+    return gh_icon4py.create_exchange(props, info, backend=request.param)
+
+
+def values(gids: np.ndarray, levels: int | None, dtype) -> np.ndarray:
+    column = gids * 100 if levels is None else gids[:, None] * 100 + np.arange(levels)
+    return column.astype(dtype)
+
+
+def before_exchange(info, dim, levels, dtype, length=None) -> np.ndarray:
+    """Owned entries hold their values, halo entries -1, padding beyond the local size -2."""
+    gids = info.global_index(dim)
+    owned = info.owner_mask(dim)
+    shape = (length or len(gids),) + (() if levels is None else (levels,))
+    array = np.full(shape, -2, dtype=dtype)
+    array[: len(gids)] = -1
+    array[: len(gids)][owned] = values(gids[owned], levels, dtype)
+    return array
+
+
+KINDS = ["numpy", "gt4py field", "nproma-padded", "strided view"]
+
+
+def as_passed(kind: str, array: np.ndarray, dim):
+    """``array`` as ICON4Py may pass it, and the NumPy array that shows what was written."""
+    if kind == "gt4py field":
+        field = gtx.as_field([dim, dims.KDim][: array.ndim], array)
+        return field, field.ndarray
+    if kind == "strided view":
+        wide = np.zeros((array.shape[0], 3, *array.shape[1:]), dtype=array.dtype)
+        wide[:, 1] = array
+        return wide[:, 1], wide[:, 1]
+    return array, array
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "levels,dtype",
+    [(None, np.float64), (7, np.int32), (3, np.float32), (None, np.int64)],
+)
+def test_halos_equal_the_owners_and_icon4pys_own_exchange(
+    runtime, icon4py_own, info, kind, levels, dtype
+):
+    for dim in DIMS:
+        gids = info.global_index(dim)
+        length = len(gids) + PADDING if kind == "nproma-padded" else None
+        passed, written = as_passed(kind, before_exchange(info, dim, levels, dtype, length), dim)
+        runtime.exchange(dim, passed, stream=definitions.BLOCK)
+        np.testing.assert_array_equal(written[: len(gids)], values(gids, levels, dtype))
+        assert (written[len(gids) :] == -2).all(), "padding beyond the local size written"
+        if kind in ("numpy", "gt4py field"):  # what ICON4Py's own exchange accepts
+            theirs, theirs_written = as_passed(kind, before_exchange(info, dim, levels, dtype), dim)
+            icon4py_own.exchange(dim, theirs, stream=definitions.BLOCK)
+            assert written.tobytes() == np.ascontiguousarray(theirs_written).tobytes()
+
+
+def test_three_dims_in_flight_with_mixed_dtypes(runtime, info):
+    """Split phase: cells (two dtypes in one call, which ICON4Py's own GHEX exchange refuses),
+    edges and vertices in flight together; finished in another order, through ICON4Py's
+    ``create_halo_exchange_wait`` and the deprecated ``__call__``."""
+    cells = [
+        before_exchange(info, dims.CellDim, None, np.float64),
+        before_exchange(info, dims.CellDim, 4, np.int32),
+    ]
+    edges = before_exchange(info, dims.EdgeDim, 5, np.float32)
+    vertices = before_exchange(info, dims.VertexDim, None, np.int64)
+    handles = [
+        runtime.start(dims.CellDim, *cells),
+        runtime(edges, dim=dims.EdgeDim, full_exchange=False),
+        runtime.start(dims.VertexDim, vertices),
+    ]
+    wait = definitions.create_halo_exchange_wait(runtime)
+    for handle in reversed(handles):
+        wait(handle)
+        assert handle.is_ready()
+    expected = [
+        (cells[0], dims.CellDim, None, np.float64),
+        (cells[1], dims.CellDim, 4, np.int32),
+        (edges, dims.EdgeDim, 5, np.float32),
+        (vertices, dims.VertexDim, None, np.int64),
+    ]
+    for array, dim, levels, dtype in expected:
+        np.testing.assert_array_equal(array, values(info.global_index(dim), levels, dtype))
+
+
+def test_what_icon4py_asks_of_a_runtime(runtime, props):
+    assert isinstance(runtime, definitions.ExchangeRuntime)
+    assert (runtime.my_rank(), runtime.get_size()) == (props.rank, props.comm_size)
+    assert runtime.exchange_runtime.backend in BACKENDS
+
+
+def test_fields_it_cannot_exchange_are_refused_on_every_rank(runtime, info):
+    short = np.zeros(len(info.global_index(dims.EdgeDim)) - 1)
+    with pytest.raises(gh.FieldError, match="at least"):
+        runtime.exchange(dims.EdgeDim, short)
+    with pytest.raises(gh.FieldError, match="not a horizontal dim"):
+        runtime.exchange(dims.KDim, np.zeros(3))
