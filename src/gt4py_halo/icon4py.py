@@ -38,6 +38,10 @@ from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.exchange import Exchange as _Exchange
 from gt4py_halo.runtime.exchange import ExchangeHandle
 from gt4py_halo.runtime.fields import as_array
+from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
+
+#: Fields longer than their dim's local size whose views an exchange keeps.
+FIELD_VIEWS = 64
 
 
 class Exchange(definitions.ExchangeRuntime):
@@ -60,6 +64,7 @@ class Exchange(definitions.ExchangeRuntime):
         )
         #: the gt4py_halo exchange underneath (``.backend``: the transport in use)
         self.exchange_runtime = _Exchange(self.decomposition, backend)
+        self._views = IdentityCache(FIELD_VIEWS)
 
     def start(
         self,
@@ -74,19 +79,30 @@ class Exchange(definitions.ExchangeRuntime):
                 f"({', '.join(self._dims)})"
             )
         size = self.decomposition.local_size(dim.value)
-        arrays = []
-        for position, field in enumerate(fields):
-            array = as_array(field, position)
-            if array.ndim not in (1, 2) or array.shape[0] < size:
-                raise FieldError(
-                    f"field {position} has shape {array.shape}; ICON4Py fields of dim "
-                    f"{dim.value!r} have 1 or 2 axes, the first of at least {size} entries on "
-                    f"rank {self.my_rank()}"
-                )
-            arrays.append(array[:size])
-        if arrays and not isinstance(arrays[0], np.ndarray):
+        exchanged = [self._local_part(f, position, size) for position, f in enumerate(fields)]
+        if fields and not isinstance(as_array(fields[0], 0), np.ndarray):
             _synchronize(stream)
-        return Result(self.exchange_runtime.start(*arrays, dim=dim.value))
+        return Result(self.exchange_runtime.start(*exchanged, dim=dim.value), fields)
+
+    def _local_part(self, field: Any, position: int, size: int) -> Any:
+        """``field`` itself, or the view of its first ``size`` entries (nproma padding):
+        the same view object at each call (the exchange's checks and GHEX's descriptors are
+        kept per object), kept without keeping ``field`` alive."""
+        array = as_array(field, position)
+        if array.ndim not in (1, 2) or array.shape[0] < size:
+            raise FieldError(
+                f"field {position} has shape {array.shape}; ICON4Py fields of this dim have 1 "
+                f"or 2 axes, the first of at least {size} entries on rank {self.my_rank()}"
+            )
+        if array.shape[0] == size:
+            return field
+        view = self._views.get(size, [field])
+        if view is None:
+            view = unowned_view(array[:size])
+            if view is None:  # a device array: sliced at each call
+                return array[:size]
+            self._views.put(size, [field], view)
+        return view
 
     def get_size(self) -> int:
         return self.decomposition.comm.Get_size()
@@ -98,14 +114,16 @@ class Exchange(definitions.ExchangeRuntime):
 class Result(definitions.ExchangeResult):
     """An exchange in flight: ICON4Py's ``ExchangeResult``."""
 
-    def __init__(self, handle: ExchangeHandle) -> None:
+    def __init__(self, handle: ExchangeHandle, fields: tuple) -> None:
         self._handle = handle
+        self._fields = fields  # written until finished (the exchange may hold views only)
 
     def finish(
         self, stream: definitions.StreamLike | definitions.BlockType = definitions.DEFAULT_STREAM
     ) -> None:
         """Write the halos; they are written when this returns, whatever ``stream``."""
         self._handle.finish()
+        self._fields = ()
 
     def is_ready(self) -> bool:
         return self._handle.is_ready()

@@ -4,9 +4,11 @@ ICON4Py's own GHEX exchange writes, byte for byte, for what ICON4Py passes."""
 
 from __future__ import annotations
 
-import icon4py_torus
+from pathlib import Path
+
 import numpy as np
 import pytest
+from conftest import load_example
 from gt4py import next as gtx
 from icon4py.model.common import dimension as dims
 from icon4py.model.common.decomposition import definitions
@@ -16,6 +18,7 @@ from mpi4py import MPI
 import gt4py_halo as gh
 from gt4py_halo import icon4py as gh_icon4py
 
+icon4py_torus = load_example(Path(__file__).resolve().parents[2] / "examples" / "icon4py_torus.py")
 NX, NY = 12, 8  # 192 cells, 288 edges, 96 vertices
 DIMS = (dims.CellDim, dims.EdgeDim, dims.VertexDim)
 BACKENDS = ["mpi", "ghex"]

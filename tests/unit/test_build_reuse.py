@@ -52,3 +52,40 @@ def test_a_second_run_loads_the_first_runs_build(tmp_path):
     other, libraries = run_step(tmp_path, "3.0")  # another step: a build of its own
     assert other != total
     assert len(libraries) > len(built)
+
+
+def test_a_step_parsed_again_lowers_to_the_same_build():
+    """What the process parsed before (other steps, other exchanges) does not show in a
+    step's graph: the same step, made again, has the same build name."""
+    import numpy as np
+    from mpi4py import MPI
+
+    import gt4py_halo as gh
+
+    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
+    ex, other = (gh.make_exchange(d, backend="mpi") for _ in range(2))
+    a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
+
+    def made():
+        @gh.program(comm=MPI.COMM_SELF)
+        def step(a, b):
+            ex.exchange(a)
+            h = other.start(b)
+            ex.exchange(a, b)
+            h.finish()
+
+        return step
+
+    def elsewhere():
+        @gh.program(comm=MPI.COMM_SELF)
+        def another(a):
+            other.exchange(a)
+            ex.exchange(a)
+
+        return another
+
+    first = made().to_sdfg(a, b)
+    elsewhere().to_sdfg(a)
+    again = made().to_sdfg(a, b)
+    assert first.name == again.name
+    assert {"__halo_0_comm", "__halo_1_comm"} <= set(again.arrays)  # ex's, then other's

@@ -12,6 +12,7 @@ decomposition's, so its messages never meet those of the runtime exchange.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -90,7 +91,8 @@ class CompiledExchangeData:
         self.comm = private_communicator(handle, decomposition.comm)
         handle[0] = self.comm.py2f()
         serial = _agreed_serial(self.comm)
-        self.prefix = f"{CLOSURE_PREFIX}{serial}_"
+        # a step renames it (canonical_names): no clash with the names it renames to
+        self.prefix = f"{CLOSURE_PREFIX}p{serial}_"
         self.arrays: dict[str, np.ndarray] = {f"{self.prefix}comm": handle}
         for dim in getattr(decomposition, "dims", (None,)):
             plan = decomposition.plan(dim)
@@ -196,9 +198,8 @@ def exchange_sdfg(
             )
     node_type, implementation = data.node_type, data.implementation
     cartesian = node_type is HaloExchange
-    # cartesian (MPI): one tag per field group, then one per field and direction (in_place.py)
-    tags = len(descriptors) * (1 + len(plan.directions)) if cartesian else len(descriptors)
-    tag_base = data.allocate_tags(tags)
+    directions = tuple(d.offset for d in plan.directions) if cartesian else ()
+    tag_base = data.allocate_tags(tag_count(len(descriptors), directions))
     spec = CompiledExchange(
         uid=f"{data.prefix.removeprefix('__')}{tag_base}",
         plan=plan.name,
@@ -208,7 +209,7 @@ def exchange_sdfg(
         transport=implementation,
         plan_arrays=node_type.implementations[implementation].PLAN_ARRAYS,
         halo=tuple(map(tuple, data.decomposition.halo)) if cartesian else (),
-        directions=tuple(d.offset for d in plan.directions) if cartesian else (),
+        directions=directions,
     )
     node = node_type(f"halo_exchange_{plan.name}", spec)
     PLANS[spec.uid] = plan
@@ -234,6 +235,50 @@ def exchange_sdfg(
         state.add_edge(state.add_read(name), None, node, connector, _whole(name, sdfg.arrays[name]))
     sdfg.arg_names = names
     return sdfg
+
+
+def tag_count(field_count: int, directions: tuple) -> int:
+    """The MPI tags an exchange uses: one per field group, and cartesian one per field and
+    direction (``in_place.py``)."""
+    return field_count * (1 + len(directions))
+
+
+def canonical_names(sdfg: dace.SDFG) -> dict[str, str]:
+    """Give the exchanges of a parsed step names and tags that depend on the step alone.
+
+    Made at parse time, they count what the process made before (closure prefixes per
+    decomposition, tags per exchange node), so the same step parsed again, in another order
+    or another process, would lower to another graph and build anew. Here, in order of
+    appearance, each decomposition's closure becomes ``__halo_<n>_...`` and each exchange
+    (a split pair alike) gets tags from 0 up, per decomposition: tags need to differ only
+    between the exchanges of one step, as a step finishes its exchanges before it returns.
+    Returns the renaming of closure arrays and symbols, which a call applies to the closure
+    it passes.
+    """
+    prefixes: dict[str, str] = {}
+    renamed: dict[str, tuple[str, int]] = {}  # old uid -> new uid and tag base
+    next_tag: dict[str, int] = {}
+    for node, state in sdfg.all_nodes_recursive():
+        if not isinstance(node, HaloExchange | UnstructuredHaloExchange):
+            continue
+        comm = next(e.data.data for e in state.in_edges(node) if e.dst_conn == "_comm")
+        prefix = prefixes.setdefault(comm.removesuffix("comm"), f"{CLOSURE_PREFIX}{len(prefixes)}_")
+        spec = node.spec
+        if spec.uid not in renamed:
+            first = next_tag.get(prefix, 0)
+            next_tag[prefix] = first + tag_count(spec.field_count, spec.directions)
+            renamed[spec.uid] = (f"{prefix.removeprefix('__')}{first}", first)
+        uid, tag_base = renamed[spec.uid]
+        node.spec = dataclasses.replace(spec, uid=uid, tag_base=tag_base)
+    renames = {
+        name: new + name.removeprefix(old)
+        # in a deterministic order: it orders the renamed arrays, so the graph's digest
+        for name in dict.fromkeys([*sdfg.arrays, *sdfg.symbols, *sorted(sdfg.free_symbols)])
+        for old, new in prefixes.items()
+        if name.startswith(old)
+    }
+    sdfg.replace_dict(renames)
+    return renames
 
 
 def field_names(count: int = MAX_FIELDS) -> list[str]:

@@ -38,7 +38,7 @@ from mpi4py import MPI
 
 from gt4py_halo import transports
 from gt4py_halo.build_once import arrive, build_on_root
-from gt4py_halo.compiled.convertible import CLOSURE_PREFIX, PLANS
+from gt4py_halo.compiled.convertible import CLOSURE_PREFIX, PLANS, canonical_names
 from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.compiled.gt4py_translations import translated_once
@@ -149,7 +149,7 @@ class Program:
         layouts = local  # the same on every rank: checked at each build
         if key in self._binaries:
             folder = self._binaries[key]
-            _, _, exchanged = self._lower(values, layouts)
+            _, _, exchanged, renames = self._lower(values, layouts)
             _check_exchanged(self._dace_program.argnames, values, exchanged)
             with warnings.catch_warnings():  # DaCe loads a copy of a loaded library, and says so
                 warnings.simplefilter("ignore", UserWarning)
@@ -157,7 +157,7 @@ class Program:
         else:
             arrive(self._comm, repr(self.__name__))
             self._check_layouts_agree(values, layouts)
-            sdfg, _, exchanged = self._lower(values, layouts)
+            sdfg, _, exchanged, renames = self._lower(values, layouts)
             arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
             problem = None
             try:
@@ -187,6 +187,7 @@ class Program:
         fixed = dict(self._dace_program.__sdfg_closure__())
         for value in list(fixed.values()):
             fixed.update(_closure_symbols(value))
+        fixed = {renames.get(name, name): value for name, value in fixed.items()}
         self._builds[instance] = (compiled, fixed, layouts)
         return self._builds[instance]
 
@@ -255,37 +256,43 @@ class Program:
         sdfg.simplify()
         return sdfg
 
-    def _lower(
-        self, values: list[Any], layouts: list
-    ) -> tuple[dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]]]:
+    def _lower(self, values: list[Any], layouts: list) -> Lowering:
         """The lowered SDFG for arguments like ``values`` with ``layouts``, what was fused,
-        and which arguments its exchanges exchange whole, with their plans; lowered once per
-        build key (the step's build, ``to_sdfg`` and ``fusion_report`` share it)."""
+        which arguments its exchanges exchange whole, with their plans, and the renaming of
+        the closure (``canonical_names``); lowered once per build key (the step's build,
+        ``to_sdfg`` and ``fusion_report`` share it)."""
         key = _build_key(values, layouts)
         if key not in self._lowered:
             self._lowered[key] = self._lower_anew(values, layouts)
         return self._lowered[key]
 
-    def _lower_anew(
-        self, values: list[Any], layouts: list
-    ) -> tuple[dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]]]:
+    def _lower_anew(self, values: list[Any], layouts: list) -> Lowering:
         sdfg = self._parse(values, layouts)
         exchanged = _exchanged_arguments(sdfg, self._dace_program.argnames)
-        lowered = lower_halo_exchanges(
-            sdfg,
-            self._device == "cpu",
-            self._copy_maps,
-            self._pack_in_producers,
-            self._in_place_min_bytes,
-        )
-        sdfg.simplify()
-        report = fuse_exchange_maps(sdfg, lowered.copy_maps)
-        report.producers = lowered.producers
-        if self._device == "gpu":
-            transform_for_gpu(sdfg, lowered.host_tasklets)
+        renames = canonical_names(sdfg)
+        # DaCe gives each node it adds without debug info the line of its caller, found by
+        # inspecting the whole stack (most of a large step's lowering); the nodes lowering
+        # adds get none: their lines would be ours, not the user's
+        with dace.config.set_temporary("compiler", "lineinfo", value="none"):
+            lowered = lower_halo_exchanges(
+                sdfg,
+                self._device == "cpu",
+                self._copy_maps,
+                self._pack_in_producers,
+                self._in_place_min_bytes,
+            )
+            sdfg.simplify()
+            report = fuse_exchange_maps(sdfg, lowered.copy_maps)
+            report.producers = lowered.producers
+            if self._device == "gpu":
+                transform_for_gpu(sdfg, lowered.host_tasklets)
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
-        return sdfg, report, exchanged
+        return sdfg, report, exchanged, renames
+
+
+#: What ``Program._lower`` returns.
+Lowering = tuple[dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]], dict[str, str]]
 
 
 def build_digest(sdfg: dace.SDFG) -> str:
