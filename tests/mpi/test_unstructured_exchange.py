@@ -154,3 +154,24 @@ def test_owned_and_halo_in_any_local_order(comm, backend):
 def test_local_gids_need_one_owned_flag_per_gid(comm):
     with pytest.raises(gh.DecompositionError, match="one per gid"):
         gh.UnstructuredDecomposition.from_local_gids({"cell": (np.arange(4), np.ones(3, bool))})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_rank_without_entries_of_a_dim(comm, backend):
+    """The last rank has no cells at all (neither owned nor halo), the one before it owns no
+    cell but mirrors some: the others' halos are exact, and nothing fails there."""
+    gids = np.arange(40)
+    owners = max(comm.size - 2, 1)
+    if comm.rank < owners:
+        owned = gids[gids % owners == comm.rank]
+        halo = gids[(gids % owners != comm.rank) & (gids % 3 == 0)]
+    elif comm.rank == comm.size - 2:
+        owned, halo = gids[:0], gids[::5]
+    else:
+        owned, halo = gids[:0], gids[:0]
+    d = gh.UnstructuredDecomposition({"cell": (owned, halo)})
+    ex = gh.make_exchange(d, backend=backend)
+    for levels in [(), (3,)]:
+        field = local_field(d, "cell", levels, np.float64)
+        ex.exchange(field, dim="cell")
+        np.testing.assert_array_equal(field[len(owned) :], values(halo, levels, np.float64))

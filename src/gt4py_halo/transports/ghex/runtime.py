@@ -134,7 +134,9 @@ class GhexTransport:
     def start(
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
     ) -> PendingGhexExchange:
-        patterns = self._patterns_of(plan)
+        patterns = self._patterns_of(plan)  # collective, at the first exchange of a plan
+        if 0 in plan.local_shape:  # no entries of this dim here: no neighbours, nothing to move
+            return PendingGhexExchange([], (), [])  # (and GHEX describes no empty field)
         applied, staged = [], []
         for position, (array, spec) in enumerate(zip(arrays, specs)):
             _check_device(array, position)
