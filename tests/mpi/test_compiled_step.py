@@ -524,6 +524,30 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_compiled_exchange_of_interleaved_local_layouts(comm, backend) -> None:
+    """Owned and halo entries interleaved in local arrays (``from_local_gids``, as ICON4Py's
+    may be): the compiled step writes every halo entry at its position, as the runtime does."""
+    from test_unstructured_exchange import random_mesh, values
+
+    layouts = {}
+    for number, (dim, (owned, halo)) in enumerate(random_mesh(comm, seed=17).items()):
+        gids = np.concatenate([owned, halo])
+        order = np.random.default_rng(10 * comm.rank + number).permutation(len(gids))
+        layouts[dim] = (gids[order], order < len(owned))
+    d = gh.UnstructuredDecomposition.from_local_gids(layouts)
+    ex = gh.make_exchange(d, backend=backend)
+
+    @gh.program(comm=comm)
+    def exchange_edges(e):
+        ex.exchange(e, dim="edge")
+
+    gids, owned = layouts["edge"]
+    e = np.where(owned[:, None], values(gids, (2,), np.float64), -1.0)
+    exchange_edges(e)
+    np.testing.assert_array_equal(e, values(gids, (2,), np.float64))
+
+
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend) -> None:
     """Uneven blocks, asymmetric halos, an open axis and a periodic one, blocking and split
     phase; fields of 0, 1 and 2 level axes in C and Fortran order, a padded view and GT4Py's
