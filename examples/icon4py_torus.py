@@ -56,9 +56,14 @@ def _inverse(table: np.ndarray, size: int, width: int) -> np.ndarray:
 def decomposition_info(nx: int, ny: int, process_props):
     """This rank's ICON4Py ``DecompositionInfo`` of the torus, cut by METIS (the same on
     every rank)."""
+    return cut(tables(nx, ny), process_props)
+
+
+def cut(connectivities: dict[str, np.ndarray], process_props):
+    """This rank's ``DecompositionInfo`` of any grid given by its global tables (those of
+    ``tables``), as an ICON4Py model makes it: METIS on C2E2C, then ICON's halo lines."""
     from icon4py.model.common.decomposition import decomposer, halo
 
-    connectivities = tables(nx, ny)
     cell_to_rank = decomposer.MetisDecomposer()(connectivities["C2E2C"], process_props.comm_size)
     constructor = halo.IconLikeHaloConstructor(process_props, connectivities)
     return constructor(np.asarray(cell_to_rank))

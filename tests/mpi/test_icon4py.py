@@ -23,6 +23,7 @@ NX, NY = 12, 8  # 192 cells, 288 edges, 96 vertices
 DIMS = (dims.CellDim, dims.EdgeDim, dims.VertexDim)
 BACKENDS = ["mpi", "ghex"]
 PADDING = 5  # ICON's nproma: arrays longer than the local size
+TABLES = ("C2E2C", "E2C", "C2E", "C2V", "V2C", "V2E")  # what ICON4Py's halo constructor reads
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +31,16 @@ def props():
     return icon_mpi.MPICommProcessProperties(MPI.COMM_WORLD)
 
 
-@pytest.fixture(scope="module")
-def info(props):
-    return icon4py_torus.decomposition_info(NX, NY, props)
+@pytest.fixture(scope="module", params=["torus", "SimpleGrid"])
+def info(props, request):
+    """The torus, or ICON4Py's own SimpleGrid (18 cells: on 4 ranks some own no vertex)."""
+    if request.param == "torus":
+        return icon4py_torus.decomposition_info(NX, NY, props)
+    from icon4py.model.common.grid import simple
+
+    grid = simple.SimpleGridData()
+    tables = {name: np.asarray(getattr(grid, f"{name.lower()}_table")) for name in TABLES}
+    return icon4py_torus.cut(tables, props)
 
 
 @pytest.fixture(scope="module")

@@ -25,3 +25,14 @@ def test_gt4py_halo_works_after_icon4pys_mpi_module():
     )
     assert result.returncode == 0, result.stderr
     assert "exchanged UnstructuredDecomposition({cell: 4+0" in result.stdout
+
+
+def test_without_icon4py_the_adapter_says_what_to_install():
+    script = (
+        "import sys; sys.modules['icon4py'] = None\n"
+        "try:\n    import gt4py_halo.icon4py\nexcept ImportError as error:\n    print(error)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "pip install 'gt4py_halo[icon4py]'" in result.stdout, result.stderr
