@@ -36,9 +36,8 @@ try:
     from icon4py.model.common.utils import data_allocation as data_alloc
 except ImportError as error:
     raise ImportError(
-        "gt4py_halo.icon4py needs ICON4Py: `pip install 'gt4py_halo[icon4py]'` and "
-        "`pip install --no-deps icon4py-common==0.4.1` (it pins gt4py 1.2.1; gt4py_halo runs "
-        f"it on gt4py 1.2.3); ({error})"
+        "gt4py_halo.icon4py needs ICON4Py: "
+        f"`pip install 'gt4py_halo[icon4py]' icon4py-common==0.4.1` ({error})"
     ) from error
 
 from gt4py_halo.decomposition.unstructured import UnstructuredDecomposition

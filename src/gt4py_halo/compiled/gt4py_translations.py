@@ -33,12 +33,15 @@ import gt4py
 import numpy as np
 import xxhash
 from gt4py.next import common, config, fingerprinting
-from gt4py.next.otf import arguments, workflow
+from gt4py.next.otf import arguments, toolchain, workflow
 from gt4py.next.program_processors.runners.dace import program as dace_program
 
 log = logging.getLogger(__name__)
 
 _GT4PY_PROGRAM = dace_program.Program
+#: GT4Py's stage of a program with its arguments: in ``otf.workflow`` since gt4py 1.2.3, in
+#: ``otf.toolchain`` in 1.2.1 (what ICON4Py 0.4.1 pins)
+_CONCRETE_ARTIFACT = getattr(workflow, "ConcreteArtifact", None) or toolchain.ConcreteArtifact
 _TRANSLATE = _GT4PY_PROGRAM.__sdfg__
 _DIRECTORY = "gt4py_halo_sdfgs"
 _translations: dict[str, tuple[str, dict, dict]] = {}  # key -> SDFG JSON, input/output fields
@@ -86,7 +89,7 @@ def _key(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple[str | N
     if isinstance(lowering, workflow.CachedStep):  # whose results __sdfg__ modifies in place
         lowering = lowering.step
     gtir = lowering(
-        workflow.ConcreteArtifact(
+        _CONCRETE_ARTIFACT(
             data=self.past_stage,
             args=arguments.CompileTimeArgs(
                 args=tuple(p.type for p in self.past_stage.past_node.params),
