@@ -28,7 +28,7 @@ $(BIN)/python:
 
 # MPICH goes in first: GHEX's source build looks for mpicxx on PATH.
 $(STAMP): pyproject.toml | $(BIN)/python
-	tools/check-system-deps.sh
+	$(if $(findstring ghex,$(EXTRAS)),tools/check-system-deps.sh)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q "mpich>=4.2" "mpi4py>=4.1"
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	$(if $(findstring icon4py,$(EXTRAS)),$(BIN)/python -m pip install -q --no-deps $(ICON4PY))
