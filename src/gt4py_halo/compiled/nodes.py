@@ -115,7 +115,8 @@ class HaloExchange(_Exchange):
 class UnstructuredHaloExchange(_Exchange):
     """Halo exchange of the fields of one unstructured (ICON) dim.
 
-    Axis 0 of every field is the dim's local index space (owned, then halo cells).
+    Axis 0 of every field is the dim's local index space (owned and halo cells, in the
+    decomposition's local order).
     """
 
     implementations: ClassVar[dict] = {}  # transports register theirs (transports.TRANSPORTS)
