@@ -526,7 +526,8 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_compiled_exchange_of_interleaved_local_layouts(comm, backend) -> None:
     """Owned and halo entries interleaved in local arrays (``from_local_gids``, as ICON4Py's
-    may be): the compiled step writes every halo entry at its position, as the runtime does."""
+    may be): the compiled step writes every halo entry at its position, as the runtime does,
+    in a dense field and in GT4Py's default (Edge, K) field (padded) in one exchange."""
     from test_unstructured_exchange import random_mesh, values
 
     layouts = {}
@@ -538,13 +539,15 @@ def test_compiled_exchange_of_interleaved_local_layouts(comm, backend) -> None:
     ex = gh.make_exchange(d, backend=backend)
 
     @gh.program(comm=comm)
-    def exchange_edges(e):
-        ex.exchange(e, dim="edge")
+    def exchange_edges(e, e3):
+        ex.exchange(e, e3, dim="edge")
 
     gids, owned = layouts["edge"]
     e = np.where(owned[:, None], values(gids, (2,), np.float64), -1.0)
-    exchange_edges(e)
+    e3 = gtx.as_field([EDGE, K], np.where(owned[:, None], values(gids, (3,), np.float64), -1.0))
+    exchange_edges(e, e3)
     np.testing.assert_array_equal(e, values(gids, (2,), np.float64))
+    np.testing.assert_array_equal(e3.asnumpy(), values(gids, (3,), np.float64))
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
