@@ -14,7 +14,7 @@ import numpy as np
 
 def tables(nx: int, ny: int) -> dict[str, np.ndarray]:
     """The global neighbour tables ICON4Py's halo constructor reads (C2E2C, E2C, C2E, C2V,
-    V2C, V2E), for ``nx, ny >= 3``."""
+    V2C, V2E) and E2V (from which ICON4Py derives E2C2V), for ``nx, ny >= 3``."""
     i, j = (a.ravel() for a in np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij"))
 
     def vertex(di: int, dj: int) -> np.ndarray:
@@ -42,7 +42,7 @@ def tables(nx: int, ny: int) -> dict[str, np.ndarray]:
         [next(c for c in e2c[e] if c != cell) for cell, row in enumerate(c2e) for e in row],
         np.int32,
     ).reshape(cells, 3)
-    return {"C2E2C": c2e2c, "E2C": e2c, "C2E": c2e, "C2V": c2v, "V2C": v2c, "V2E": v2e}
+    return {"C2E2C": c2e2c, "E2C": e2c, "C2E": c2e, "C2V": c2v, "V2C": v2c, "V2E": v2e, "E2V": e2v}
 
 
 def _inverse(table: np.ndarray, size: int, width: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The demo and the examples run, small, on every rank count, and check themselves: each
+"""The demo and the examples run, small, on 1 and 2 ranks, and check themselves: each
 compares its gathered result with one rank alone, bit for bit, and returns 1 if they differ."""
 
 from __future__ import annotations
@@ -27,3 +27,16 @@ def test_the_demo(diffusion: ModuleType, capsys) -> None:
 
 def test_the_unstructured_example() -> None:
     assert load_example(EXAMPLES / "unstructured_step.py").main() == 0
+
+
+def test_the_icon4py_diffusion_example(capsys) -> None:
+    """ICON4Py's Diffusion granule with gt4py_halo as its exchange runtime, each transport:
+    every output on every rank as with ICON4Py's own GHEX exchange, and on owned points as on
+    one rank alone (ICON4Py's programs compiled once per grid into GT4Py's persistent cache)."""
+    example = load_example(EXAMPLES / "icon4py_diffusion.py")
+    assert example.main(["--steps", "3"]) == 0
+    printed = capsys.readouterr().out
+    if example.MPI.COMM_WORLD.rank == 0:
+        for runtime in ("gt4py_halo (mpi)", "gt4py_halo (ghex)", "ICON4Py's own GHEX exchange"):
+            assert f"| {runtime} |" in printed
+        assert "DIFFERENT" not in printed and "not run" not in printed

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +35,50 @@ def test_python_m_reports_the_installation(tmp_path) -> None:
     assert "transport mpi: installed" in report and "transport ghex: " in report
     assert "GPU: " in report
     assert "backend: 'auto' (first installed of ghex, mpi), from the environment variable" in report
+
+
+FRESH_VENV_CHECK = """
+import numpy as np
+from mpi4py import MPI
+
+import gt4py_halo as gh
+
+d = gh.CartesianDecomposition((6, 5), halo=1, periodic=True, comm=MPI.COMM_SELF)
+a = np.zeros(d.allocated_shape)
+a[d.owned] = np.arange(30.0).reshape(6, 5)
+gh.make_exchange(d).exchange(a)
+assert (a == np.pad(np.arange(30.0).reshape(6, 5), 1, mode="wrap")).all()
+"""
+
+
+def test_installs_without_extras_into_a_fresh_venv(tmp_path) -> None:
+    """`pip install gt4py_halo` alone, as a new user would, with nothing of this machine's on
+    PATH (no MPI of its own, no compiler wrapper): MPI comes from the MPICH wheel, GHEX is left
+    out, and the package imports, reports itself and exchanges."""
+    source = tmp_path / "source"  # a copy: the build writes beside the sources
+    root = Path(__file__).resolve().parents[2]
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_bytes((root / name).read_bytes())
+    shutil.copytree(
+        root / "src" / "gt4py_halo",
+        source / "src" / "gt4py_halo",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    venv = tmp_path / "venv"
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["OMP_NUM_THREADS"] = "1"
+
+    def run(*command: object) -> str:
+        done = subprocess.run(
+            [str(c) for c in command], check=False, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, f"{done.args} failed:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    run(sys.executable, "-m", "venv", venv)
+    run(venv / "bin" / "python", "-m", "pip", "install", "-q", source)
+    report = run(venv / "bin" / "python", "-m", "gt4py_halo")
+    assert "transport mpi: installed" in report and "transport ghex: not installed" in report
+    run(venv / "bin" / "python", "-c", FRESH_VENV_CHECK)

@@ -26,6 +26,10 @@ is.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import os
+import sys
+import tempfile
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -54,6 +58,30 @@ except ImportError as error:
 DESCRIPTOR_CACHE_SIZE = 256
 #: Dimensions GHEX's structured regular bindings are compiled for, at most.
 GHEX_MAX_DIMS = 4
+
+
+#: What oomph writes on rank 0 when MPI runs above MPI_THREAD_SINGLE (mpi4py's default is
+#: MPI_THREAD_MULTIPLE): true and harmless, each exchange runs on its rank's calling thread.
+OOMPH_THREAD_LINE = b"oomph warning: MPI thread safety is higher than required\n"
+
+
+@contextlib.contextmanager
+def _without_oomph_thread_line() -> Any:
+    """Holds the process's stderr (the file descriptor: GHEX writes from C++) while a context
+    is made, then passes on what was written but oomph's thread-safety line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            passed_on = held.read().replace(OOMPH_THREAD_LINE, b"")
+            if passed_on:
+                os.write(2, passed_on)
 
 
 class _CartesianPatterns:
@@ -122,7 +150,8 @@ class GhexTransport:
 
     def __init__(self, decomposition: Any) -> None:
         self._decomposition = decomposition
-        self._context = make_context(decomposition.comm)
+        with _without_oomph_thread_line():
+            self._context = make_context(decomposition.comm)
         self._patterns: dict[str, Any] = {}
         self._descriptors = IdentityCache(DESCRIPTOR_CACHE_SIZE)
         self._idle_objects: dict[tuple[str, type], list[Any]] = {}

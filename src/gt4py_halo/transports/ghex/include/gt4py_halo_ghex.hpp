@@ -7,9 +7,12 @@
 
 #include <array>
 #include <cstddef>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,6 +27,48 @@
 #include <ghex/unstructured/user_concepts.hpp>
 
 namespace gt4py_halo {
+
+// Holds std::cerr while a GHEX context is made, then passes on what was written but the line
+// oomph writes on rank 0 whenever MPI runs above MPI_THREAD_SINGLE ("thread safety is higher
+// than required": mpi4py initializes MPI_THREAD_MULTIPLE). True and harmless: each exchange
+// runs on its rank's one calling thread, which is what the context is made for.
+class held_cerr {
+  public:
+    held_cerr()
+    : m_saved(std::cerr.rdbuf(m_held.rdbuf()))
+    {
+    }
+
+    ~held_cerr() { release(); }
+
+    void release()
+    {
+        if (!m_saved) return;
+        std::cerr.rdbuf(m_saved);
+        m_saved = nullptr;
+        std::string       line;
+        std::stringstream held(m_held.str());
+        while (std::getline(held, line))
+            if (line != "oomph warning: MPI thread safety is higher than required")
+                std::cerr << line << '\n';
+        std::cerr.flush();
+    }
+
+  private:
+    std::stringstream m_held;
+    std::streambuf*   m_saved;
+};
+
+// A GHEX context for one calling thread, made without oomph's thread-safety line.
+class context : private held_cerr, public ghex::context {
+  public:
+    explicit context(MPI_Comm comm)
+    : held_cerr()
+    , ghex::context(comm, false)
+    {
+        release();
+    }
+};
 
 // A node's communication object and the exchange it has in flight: `start` posts one exchange
 // of all the node's fields, `wait` (the blocking node at once, a split pair's finish later)
@@ -68,7 +113,7 @@ class GhexUnstructured {
     // Collective over comm: every rank constructs its exchanges in the same order.
     // gids: in local order; halo_lids: the local indices of the halo.
     GhexUnstructured(MPI_Comm comm, const int* gids, long n, const int* halo_lids, long nh)
-    : m_context(comm, false)
+    : m_context(comm)
     , m_domains{domain(m_context.rank(), gids, gids + n, halo_lids, halo_lids + nh)}
     , m_pattern(make_pattern(halos(gids, halo_lids, nh)))
     , exchange(ghex::make_communication_object<pattern_type>(m_context))
@@ -119,7 +164,7 @@ class GhexUnstructured {
         return ghex::make_pattern<ghex::unstructured::grid>(m_context, hgen, m_domains);
     }
 
-    ghex::context                                 m_context;
+    context                                       m_context;
     std::vector<domain>                           m_domains;
     pattern_type                                  m_pattern;
 
@@ -157,7 +202,7 @@ class GhexRegular {
     // the last owned global index, then whether the axis is periodic (convertible._block);
     // halo: the low and high width of each decomposed axis.
     GhexRegular(MPI_Comm comm, int decomposed, const int* block, std::vector<int> halo)
-    : m_context(comm, false)
+    : m_context(comm)
     , m_decomposed(decomposed)
     , exchange(ghex::make_communication_object<pattern_type>(m_context))
     {
@@ -231,7 +276,7 @@ class GhexRegular {
         return found->second;
     }
 
-    ghex::context                                               m_context;
+    context                                                     m_context;
     int                                                         m_decomposed;
     coordinates                                                 m_first, m_last, m_global_last;
     coordinates                                                 m_offsets;
