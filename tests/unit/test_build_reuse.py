@@ -89,3 +89,42 @@ def test_a_step_parsed_again_lowers_to_the_same_build():
     again = made().to_sdfg(a, b)
     assert first.name == again.name
     assert {"__halo_0_comm", "__halo_1_comm"} <= set(again.arrays)  # ex's, then other's
+
+
+TWICE = textwrap.dedent(
+    """
+    import warnings
+    import numpy as np
+    from mpi4py import MPI
+    import gt4py_halo as gh
+
+    warnings.simplefilter("always")  # every warning shows, once per call site or not
+    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
+    ex = gh.make_exchange(d, backend="mpi")
+
+    def made():
+        @gh.program(comm=MPI.COMM_SELF)
+        def step(a):
+            ex.exchange(a)
+
+        return step
+
+    for _ in range(2):
+        a = np.arange(float(np.prod(d.allocated_shape))).reshape(d.allocated_shape)
+        made()(a)
+        print(a.sum())
+    """
+)
+
+
+def test_a_build_loaded_twice_in_one_process_says_nothing(tmp_path):
+    """The same step made twice: its build is loaded twice (DaCe loads the second from a copy
+    of the library, so that each keeps its own state) without DaCe's warning about it."""
+    (tmp_path / "twice.py").write_text(TWICE)
+    done = subprocess.run(
+        [sys.executable, "twice.py"], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    first, second = done.stdout.split()
+    assert first == second
+    assert "already loaded" not in done.stderr, done.stderr
+    assert len(list(tmp_path.rglob("libstep_*.so"))) == 1  # built once
