@@ -109,10 +109,14 @@ def warn_if_oversubscribed() -> None:
     cores = os.cpu_count() or 1
     threads = _first_int(("OMP_NUM_THREADS",), default=cores)  # OpenMP's default: all cores
     if ranks * threads > cores and _first_int(_LOCAL_RANK, default=0) == 0:
+        fix = (
+            f"set OMP_NUM_THREADS={max(cores // ranks, 1)}"
+            if threads > 1
+            else f"run at most {cores} rank(s) per node"
+        )
         warnings.warn(
             f"{ranks} MPI rank(s) on this node with {threads} OpenMP thread(s) each, on "
-            f"{cores} core(s): GT4Py's CPU stencils will crawl; set OMP_NUM_THREADS="
-            f"{max(cores // ranks, 1)} (or fewer ranks per node)",
+            f"{cores} core(s): GT4Py's CPU stencils will crawl; {fix}",
             stacklevel=4,  # the user's line that built the first decomposition
         )
 

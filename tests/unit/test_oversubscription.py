@@ -36,6 +36,13 @@ def test_more_threads_than_cores_is_warned_once(fresh):
         build()  # once per process
 
 
+def test_more_ranks_than_cores_with_one_thread_each_says_so(fresh):
+    fresh.setenv("MPI_LOCALNRANKS", str(2 * (os.cpu_count() or 1)))
+    fresh.setenv("OMP_NUM_THREADS", "1")
+    with pytest.warns(UserWarning, match=r"1 OpenMP thread\(s\) each.*run at most \d+ rank"):
+        build()
+
+
 @pytest.mark.parametrize("rank", ["1", None])
 def test_no_warning_when_the_cores_suffice_or_elsewhere_on_the_node(fresh, rank):
     if rank is None:  # one rank, one thread: enough cores
