@@ -6,19 +6,20 @@ VENV      := .venv
 BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 NP        ?= 2
-# optional dependencies installed: ghex (the 'ghex' transport, built from source), nvcc
+# optional dependencies installed: ghex (the 'ghex' transport, built from source), profile
+# (viztracer, for gh.profile), nvcc
 # (CUDA 13 compiler wheels, ~350 MB: the tests compile the generated GPU code), nccl
 # (NCCL's headers and library, ~300 MB: the tests build the nccl transport's GPU code) and
 # icon4py (gt4py_halo.icon4py's needs, and ICON4Py itself: it pins another gt4py, so it goes
 # in without its requirements); `make install EXTRAS=test` into a fresh venv leaves them out
-EXTRAS    ?= test,ghex,nvcc,nccl,icon4py
+EXTRAS    ?= test,ghex,profile,nvcc,nccl,icon4py
 ICON4PY   := icon4py-common==0.4.1 icon4py-atmosphere-diffusion==0.4.1
 # bundled MPICH on PATH; one OpenMP thread per rank (2 per rank made stencils 200x slower
 # on a 2-core machine); gt4py's persistent cache so each program compiles once
 RUN_ENV   := PATH="$(CURDIR)/$(BIN):$$PATH" OMP_NUM_THREADS=1 \
              GT4PY_BUILD_CACHE_LIFETIME=persistent GT4PY_BUILD_CACHE_DIR="$(CURDIR)/.cache/gt4py"
 
-.PHONY: demo test install benchmark docs clean
+.PHONY: demo test install profile benchmark docs clean
 
 install: $(STAMP)
 
@@ -39,6 +40,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(RUN_ENV) tools/run-tests.sh
+
+# the demo profiled: profiles/demo/trace.json (vizviewer) and profiles/demo/summary.txt
+profile: $(STAMP)
+	$(RUN_ENV) GT4PY_HALO_PROFILE=profiles/demo mpirun -n $(NP) $(BIN)/python -O -m mpi4py \
+		examples/diffusion_2d.py --rounds 3
 
 # the API reference from the docstrings (the guide: docs/guide.md)
 docs: $(STAMP)

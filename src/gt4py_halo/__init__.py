@@ -24,6 +24,7 @@ from gt4py_halo.errors import (
     ProgramError,
     RanksDisagreeError,
 )
+from gt4py_halo.profiling import ProfileError, profile
 from gt4py_halo.runtime.exchange import Exchange, ExchangeHandle
 
 
@@ -56,9 +57,15 @@ __all__ = [
     "FieldSpec",
     "HaloError",
     "NeighbourExchange",
+    "ProfileError",
     "ProgramError",
     "RanksDisagreeError",
     "UnstructuredDecomposition",
     "make_exchange",
+    "profile",
     "program",
 ]
+
+from gt4py_halo.profiling import _profile_whole_run
+
+_profile_whole_run()  # where GT4PY_HALO_PROFILE or pyproject.toml asks for it

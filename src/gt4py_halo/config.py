@@ -1,9 +1,10 @@
-"""Which transport an exchange uses when the caller does not say.
+"""Settings a run takes from its configuration: the transport, and whether to profile.
 
-Resolution order, first match wins: the ``backend`` argument, the ``GT4PY_HALO_BACKEND``
-environment variable, ``[tool.gt4py_halo] backend`` in ``pyproject.toml`` of the working
-directory, then ``"mpi"``. Every rank must resolve the same name; launchers pass the
-environment and working directory to all ranks alike.
+Resolution order, first match wins: the argument, the environment variable
+(``GT4PY_HALO_BACKEND``, ``GT4PY_HALO_PROFILE``), ``[tool.gt4py_halo]`` in ``pyproject.toml``
+of the working directory (``backend = ...``, ``profile = ...``), then the default (``"mpi"``;
+no profile). Every rank must resolve the same values; launchers pass the environment and
+working directory to all ranks alike.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 ENV_VARIABLE = "GT4PY_HALO_BACKEND"
+PROFILE_VARIABLE = "GT4PY_HALO_PROFILE"
 DEFAULT_BACKEND = "mpi"
 
 
@@ -21,13 +23,26 @@ def backend_and_source(explicit: str | None = None) -> tuple[str, str]:
     ``python -m gt4py_halo``)."""
     if explicit is not None:
         return explicit, "the backend argument"
-    from_env = os.environ.get(ENV_VARIABLE)
+    found = _configured("backend", ENV_VARIABLE)
+    return found if found is not None else (DEFAULT_BACKEND, "the default")
+
+
+def profile_and_source(explicit: str | os.PathLike | None = None) -> tuple[str | None, str]:
+    """The folder a profile goes to (``None``: no profile), and where that came from."""
+    if explicit is not None:
+        return os.fspath(explicit), "the argument"
+    found = _configured("profile", PROFILE_VARIABLE)
+    return found if found is not None else (None, "the default (off)")
+
+
+def _configured(key: str, variable: str) -> tuple[str, str] | None:
+    from_env = os.environ.get(variable)
     if from_env:
-        return from_env, f"the environment variable {ENV_VARIABLE}"
+        return from_env, f"the environment variable {variable}"
     pyproject = Path.cwd() / "pyproject.toml"
     if pyproject.is_file():
         with pyproject.open("rb") as f:
             table = tomllib.load(f).get("tool", {}).get("gt4py_halo", {})
-        if "backend" in table:
-            return table["backend"], f"[tool.gt4py_halo] backend in {pyproject}"
-    return DEFAULT_BACKEND, "the default"
+        if key in table:
+            return str(table[key]), f"[tool.gt4py_halo] {key} in {pyproject}"
+    return None

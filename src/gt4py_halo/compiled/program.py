@@ -36,7 +36,7 @@ from dace.frontend.python.common import DaceSyntaxError
 from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
-from gt4py_halo import transports
+from gt4py_halo import profiling, transports
 from gt4py_halo.build_once import arrive, build_on_root
 from gt4py_halo.compiled.convertible import CLOSURE_PREFIX, PLANS, canonical_names
 from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
@@ -48,6 +48,7 @@ from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
+from gt4py_halo.compiled.timers import add_timers, drain
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError, ProgramError, RanksDisagreeError
 from gt4py_halo.runtime.fields import field_spec
@@ -89,18 +90,23 @@ class Program:
         )
         self._in_place_min_bytes = in_place_min_bytes or 0
         self._dace_program = dace.program(function)
-        self._builds: dict[tuple, tuple[Any, dict[str, Any]]] = {}  # per build key and shapes
+        self._builds: dict[tuple, tuple] = {}  # per build key and shapes
         self._binaries: dict[tuple, str] = {}  # build key -> the build folder
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
         self._last_call: tuple | None = None
 
     def __call__(self, *args: Any) -> None:
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
         values = [_plain(a) for a in args]
         last = self._last_call
-        if last is not None and _same_objects(values, *last[1:3]):
+        profiled = rec is not None  # the build with timers, or the one without
+        if last is not None and last[4] == profiled and _same_objects(values, *last[1:3]):
             last[0].fast_call(*last[3])  # a model calls its step with the same fields
+            if rec:
+                self._recorded(rec, t, last[0], last[5])
             return
-        compiled, fixed, layouts = self._build(values)
+        compiled, fixed, layouts, timers = self._build(values)
         arguments = dict(fixed)
         arguments.update(zip(self._dace_program.argnames, values))
         for value, layout in zip(values, layouts):
@@ -112,8 +118,19 @@ class Program:
         with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
             prepared = compiled.construct_arguments(**arguments)
         compiled.fast_call(*prepared)
+        if rec:
+            self._recorded(rec, t, compiled, timers)
         shapes = [getattr(v, "shape", None) for v in values]
-        self._last_call = (compiled, values, shapes, prepared)  # holds the arrays alive
+        # holds the arrays alive
+        self._last_call = (compiled, values, shapes, prepared, profiled, timers)
+
+    def _recorded(self, rec: Any, start: float, compiled: Any, timers: list) -> None:
+        """Records the call that began at ``start`` in profile ``rec``, whose end collects
+        what the step's timers recorded inside it."""
+        rec.event(self.__name__, start, {"timed exchange tasklets": len(timers)}, "step")
+        rec.compiled_events[id(compiled)] = functools.partial(
+            drain, compiled, timers, self.__name__
+        )
 
     def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
@@ -129,9 +146,10 @@ class Program:
         values = [_plain(a) for a in args]
         return self._lower(values, _layout_symbols(values))[1]
 
-    def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any], list]:
+    def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any], list, list]:
         """The compiled step for arguments like ``values``, its arguments fixed per build,
-        and the layout symbols it was built with (``_layout_symbols``).
+        the layout symbols it was built with (``_layout_symbols``) and its timers (profiling
+        on when it was lowered: ``compiled/timers.py``).
 
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
@@ -142,21 +160,21 @@ class Program:
         first call (the arguments' levels may differ between calls of one exchange).
         """
         local = _layout_symbols(values)
-        key = _build_key(values, local)
+        key = self._key(values, local)
         instance = (key, tuple(getattr(v, "shape", None) for v in values))
         if instance in self._builds:
             return self._builds[instance]
         layouts = local  # the same on every rank: checked at each build
         if key in self._binaries:
             folder = self._binaries[key]
-            _, _, exchanged, renames = self._lower(values, layouts)
+            _, _, exchanged, renames, timers = self._lower(values, layouts)
             _check_exchanged(self._dace_program.argnames, values, exchanged)
             with _copies_loaded_quietly():
                 compiled = load_precompiled_sdfg(folder)
         else:
             arrive(self._comm, repr(self.__name__))
             self._check_layouts_agree(values, layouts)
-            sdfg, _, exchanged, renames = self._lower(values, layouts)
+            sdfg, _, exchanged, renames, timers = self._lower(values, layouts)
             arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
             problem = None
             try:
@@ -188,7 +206,7 @@ class Program:
         for value in list(fixed.values()):
             fixed.update(_closure_symbols(value))
         fixed = {renames.get(name, name): value for name, value in fixed.items()}
-        self._builds[instance] = (compiled, fixed, layouts)
+        self._builds[instance] = (compiled, fixed, layouts, timers)
         return self._builds[instance]
 
     def _check_layouts_agree(self, values: list[Any], layouts: list) -> None:
@@ -261,10 +279,14 @@ class Program:
         which arguments its exchanges exchange whole, with their plans, and the renaming of
         the closure (``canonical_names``); lowered once per build key (the step's build,
         ``to_sdfg`` and ``fusion_report`` share it)."""
-        key = _build_key(values, layouts)
+        key = self._key(values, layouts)
         if key not in self._lowered:
             self._lowered[key] = self._lower_anew(values, layouts)
         return self._lowered[key]
+
+    def _key(self, values: list[Any], layouts: list) -> tuple:
+        """What a build depends on: ``_build_key``, and whether a profile is on (timers)."""
+        return (*_build_key(values, layouts), profiling.recorder is not None)
 
     def _lower_anew(self, values: list[Any], layouts: list) -> Lowering:
         sdfg = self._parse(values, layouts)
@@ -286,13 +308,16 @@ class Program:
             report.producers = lowered.producers
             if self._device == "gpu":
                 transform_for_gpu(sdfg, lowered.host_tasklets)
+        timers = add_timers(sdfg) if profiling.recorder is not None else []
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
-        return sdfg, report, exchanged, renames
+        return sdfg, report, exchanged, renames, timers
 
 
 #: What ``Program._lower`` returns.
-Lowering = tuple[dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]], dict[str, str]]
+Lowering = tuple[
+    dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]], dict[str, str], list[tuple[str, str]]
+]
 
 
 def build_digest(sdfg: dace.SDFG) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from gt4py_halo import profiling
 from gt4py_halo.config import backend_and_source
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.fields import as_array, specs_of
@@ -51,6 +52,8 @@ class Exchange:
         Until ``finish`` the fields' owned cells must not change and their halos must not be
         read. All fields travel together: one message per neighbour.
         """
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
         arrays = _arrays(fields)
         checked = self._checked.get(dim, fields)
         if checked is not None and _still_writeable(arrays):
@@ -59,7 +62,17 @@ class Exchange:
             plan = self.decomposition.plan(dim)
             specs = specs_of(plan, arrays)
             self._checked.put(dim, fields, (plan, specs))
-        return ExchangeHandle(self._transport.start(plan, arrays, specs))
+        if not rec:
+            return ExchangeHandle(self._transport.start(plan, arrays, specs))
+        described = {
+            "dim": dim,
+            "transport": self.backend,
+            "fields": [f"{i}: {a.dtype} {tuple(a.shape)}" for i, a in enumerate(arrays)],
+        }
+        t = rec.event("check", t, described)
+        pending = self._transport.start(plan, arrays, specs)
+        rec.event("start", t, described)
+        return ExchangeHandle(pending, described)
 
     def __repr__(self) -> str:
         return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"
@@ -134,8 +147,9 @@ class SplitExchange(_CompiledCall):
 class ExchangeHandle:
     """A split-phase exchange in flight."""
 
-    def __init__(self, pending: Any) -> None:
+    def __init__(self, pending: Any, described: dict | None = None) -> None:
         self._pending = pending
+        self._described = described  # what a profile records of it (profiling.py)
 
     def is_ready(self) -> bool:
         """Whether ``finish`` would return without waiting for messages."""
@@ -145,7 +159,11 @@ class ExchangeHandle:
         """Wait for all messages and write the halos; calling it again does nothing."""
         if self._pending is not None:
             pending, self._pending = self._pending, None
+            rec = profiling.recorder
+            t = rec.now() if rec else 0.0
             pending.wait()
+            if rec and self._described is not None:
+                rec.event("finish", t, self._described)
 
 
 def _still_writeable(arrays: list[Any]) -> bool:

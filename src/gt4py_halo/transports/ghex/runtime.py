@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from gt4py_halo import profiling
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import BackendUnavailableError, DecompositionError, FieldError
@@ -185,10 +186,14 @@ class GhexTransport:
         for item in applied:
             groups.setdefault(type(item), []).append(item)
         started = []
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
         for kind, group in groups.items():
             pool = self._idle_objects.setdefault((plan.name, kind), [])
             co = pool.pop() if pool else self._new_communication_object()
             started.append((co.exchange(group), co, pool))
+        if rec:  # GHEX packs and posts in one call
+            rec.event("post", t, {"GHEX exchanges (one per buffer type)": len(started)})
         # GHEX reads the fields, their descriptors and buffer infos until the wait
         return PendingGhexExchange(started, (arrays, applied), staged)
 
@@ -244,8 +249,12 @@ class PendingGhexExchange:
         if self not in _UNFINISHED:
             return
         try:
+            rec = profiling.recorder
+            t = rec.now() if rec else 0.0
             for handle, _, _ in self._started:
                 handle.wait()
+            if rec:  # GHEX waits and unpacks in one call
+                rec.event("wait", t, {"GHEX exchanges (one per buffer type)": len(self._started)})
             for field, dense, halo in self._staged:
                 field[halo] = dense[halo]
         finally:

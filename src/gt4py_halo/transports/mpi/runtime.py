@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from gt4py_halo import profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import RanksDisagreeError
 from gt4py_halo.runtime.packing import MessageBuffer, Messages, MessageSets
@@ -74,15 +75,25 @@ class MessageSet:
         weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
 
     def start(self, arrays: Sequence[Any]) -> None:
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
         pack, self._unpack, local = self._messages.bind(arrays)
         MPI.Prequest.Startall(self._recv_requests)
+        if rec:
+            t = rec.event("post", t, _traffic("receives", self._messages.recvs))
         for copy in pack:
             copy()
         for wire in self._send_wires:
             wire.to_wire()
+        if rec:
+            t = rec.event("pack", t, _traffic("sends", self._messages.sends))
         MPI.Prequest.Startall(self._send_requests)
+        if rec:
+            t = rec.event("post", t, _traffic("sends", self._messages.sends))
         for copy in local:
             copy()
+        if rec:
+            rec.event("self-copies", t, {"copies": len(local)})
 
     def test(self) -> bool:
         return MPI.Request.Testall(self._recv_requests + self._send_requests)
@@ -91,6 +102,8 @@ class MessageSet:
         """Wait, then unpack; unless a message's size is not what this rank's fields need
         (the ranks exchange fields of different dtypes or levels): then nothing is unpacked
         and a ``RanksDisagreeError`` names the senders."""
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
         try:
             MPI.Request.Waitall(self._recv_requests, self._statuses)
         except MPI.Exception:  # a longer message: MPI truncated it and says so in its status
@@ -113,12 +126,18 @@ class MessageSet:
             if status.Get_error() != MPI.SUCCESS or status.Get_count(MPI.BYTE) != wire.memory.nbytes
         ]
         unpack, self._unpack = self._unpack, ()  # copies over CuPy fields hold them
+        if rec:
+            t = rec.event("wait", t, _traffic("receives", self._messages.recvs))
         if not wrong:
             for wire in self._recv_wires:
                 wire.from_wire()
             for copy in unpack:
                 copy()
+        if rec:
+            t = rec.event("unpack", t, _traffic("receives", self._messages.recvs))
         MPI.Request.Waitall(self._send_requests)
+        if rec:
+            rec.event("wait", t, _traffic("sends", self._messages.sends))
         if wrong:
             raise RanksDisagreeError(
                 "halos not written: "
@@ -171,6 +190,11 @@ class PendingMpiExchange:
         finally:
             self._release()
             self._arrays = ()
+
+
+def _traffic(kind: str, messages: Sequence[tuple[int, MessageBuffer]]) -> dict:
+    """A phase's messages, as a profile records them."""
+    return {kind: {f"rank {peer}": f"{buffer.nbytes} B" for peer, buffer in messages}}
 
 
 def _free_requests(requests: list[MPI.Prequest]) -> None:

@@ -1,0 +1,106 @@
+"""Timers in a compiled step's exchange tasklets, for profiles (``gt4py_halo.profiling``).
+
+A step lowered while a profile is on gets, around each exchange tasklet the transports' host
+code runs in, a read of ``CLOCK_MONOTONIC`` before and after (viztracer's clock), appended to
+a buffer in the step's library; the profile drains it when it ends (``drain``): no Python
+runs per event. Which phase a tasklet is comes from its label: ``<uid>_post`` / ``<uid>_wait``
+(the arena and gather lowerings), ``<uid>_ghex_start`` / ``_finish`` / ``_exchange`` (GHEX,
+whose blocking node packs, posts, waits and unpacks in one call: ``exchange``). Pack and
+unpack are maps, fused with the stencils around them where the lowering could: not timed.
+
+A step lowered with profiling off has none of this code; the timers change its graph, so the
+two builds have different digests and folders.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import dace
+import numpy as np
+from dace import dtypes
+from dace.properties import CodeBlock
+
+#: Phase of an exchange tasklet, by the end of its label.
+PHASE_OF_LABEL = {
+    "_ghex_start": "post",
+    "_ghex_finish": "wait",
+    "_ghex_exchange": "exchange",
+    "_post": "post",
+    "_wait": "wait",
+}
+_COUNT, _DRAIN = "__gt4py_halo_timed_count", "__gt4py_halo_timed_events"
+_GLOBAL_CODE = f"""
+#include <time.h>
+#include <algorithm>
+#include <vector>
+namespace gt4py_halo_timers {{
+// per event: the timer's index, its begin and end, in microseconds of CLOCK_MONOTONIC
+static std::vector<double> events;
+inline double now() {{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}}
+inline void record(int timer, double begin) {{
+    double end = now();
+    events.insert(events.end(), {{double(timer), begin, end}});
+}}
+}}  // namespace gt4py_halo_timers
+extern "C" DACE_EXPORTED long {_COUNT}() {{
+    return long(gt4py_halo_timers::events.size() / 3);
+}}
+extern "C" DACE_EXPORTED long {_DRAIN}(double* out, long capacity) {{
+    auto& events = gt4py_halo_timers::events;
+    long n = std::min<long>(capacity, long(events.size() / 3));
+    std::copy(events.begin(), events.begin() + 3 * n, out);
+    events.erase(events.begin(), events.begin() + 3 * n);
+    return n;
+}}
+"""
+
+
+def add_timers(sdfg: dace.SDFG) -> list[tuple[str, str]]:
+    """Time every exchange tasklet of ``sdfg``; returns what each timer times: (the
+    exchange's uid, its phase), in timer order."""
+    timers: list[tuple[str, str]] = []
+    for node, _ in sdfg.all_nodes_recursive():
+        if not isinstance(node, dace.nodes.Tasklet) or node.language != dtypes.Language.CPP:
+            continue
+        suffix = next((s for s in PHASE_OF_LABEL if node.label.endswith(s)), None)
+        if suffix is None:
+            continue
+        node.code = CodeBlock(
+            "{ const double gt4py_halo_begin = gt4py_halo_timers::now();\n"
+            f"{node.code.as_string}\n"
+            f"gt4py_halo_timers::record({len(timers)}, gt4py_halo_begin); }}",
+            dtypes.Language.CPP,
+        )
+        timers.append((node.label.removesuffix(suffix), PHASE_OF_LABEL[suffix]))
+    if timers:
+        sdfg.append_global_code(_GLOBAL_CODE)
+    return timers
+
+
+def drain(compiled: Any, timers: list[tuple[str, str]], step: str) -> list[dict]:
+    """The events the timers of ``compiled`` (a step's loaded build) recorded since the last
+    drain, as Chrome trace events (without process and thread)."""
+    if not timers:
+        return []
+    count = compiled._lib.get_symbol(_COUNT, ctypes.c_long)()
+    values = np.empty((count, 3))
+    read = compiled._lib.get_symbol(_DRAIN, ctypes.c_long)(
+        values.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), ctypes.c_long(count)
+    )
+    return [
+        {
+            "ph": "X",
+            "cat": "exchange",
+            "name": timers[int(timer)][1],
+            "ts": begin,
+            "dur": end - begin,
+            "args": {"exchange": timers[int(timer)][0], "in step": step, "compiled": True},
+        }
+        for timer, begin, end in values[:read]
+    ]

@@ -1,0 +1,126 @@
+"""``gh.profile``: one timeline of every rank's exchanges, runtime and compiled, merged on rank 0
+into a Chrome trace, with a summary; and profiling off leaves no trace and no timer code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import gt4py.next as gtx
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import gt4py_halo as gh
+
+# uneven blocks, GT4Py's default fields padded on some ranks (as in test_compiled_step.py)
+GLOBAL_SHAPE = (44 if MPI.COMM_WORLD.size == 3 else 45, 38)
+CALLS = 2
+RUNTIME_PHASES = {"check", "start", "finish", "post", "pack", "wait", "unpack"}
+# compiled timers read CLOCK_MONOTONIC, viztracer its own reading of it: they agree to about
+# a microsecond
+CLOCKS_AGREE = 2.0
+
+
+@pytest.fixture(scope="module")
+def run(diffusion: ModuleType, tmp_path_factory):
+    """A step compiled (two exchanges, blocking and split) and the same step from Python with
+    the runtime exchange, both profiled; the profile's folder (rank 0's) and the step."""
+    comm = MPI.COMM_WORLD
+    folder = comm.bcast(str(tmp_path_factory.mktemp("profile")) if comm.rank == 0 else None)
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+    stencil = diffusion.diffusion_step
+
+    @gh.program(comm=comm)
+    def step(u, v, i0, i1, j0, j1):
+        ex.exchange(u)
+        stencil(u, v, i0, i1, j0, j1)
+        h = ex.start(v)
+        h.finish()
+        stencil(v, u, i0, i1, j0, j1)
+
+    def from_python(u, v, *bounds):
+        ex.exchange(u)
+        stencil(u, v, *bounds)
+        h = ex.start(v)
+        h.finish()
+        stencil(v, u, *bounds)
+
+    u, v = (gtx.as_field([diffusion.I, diffusion.J], np.ones(d.allocated_shape)) for _ in "uv")
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    with gh.profile(folder):
+        for _ in range(CALLS):
+            step(u, v, *bounds)
+            from_python(u, v, *bounds)
+    return Path(folder), step, (u, v, *bounds)
+
+
+def test_one_process_per_rank_with_runtime_and_compiled_phases(run, comm) -> None:
+    folder, _, _ = run
+    if comm.rank != 0:
+        return
+    events = json.loads((folder / "trace.json").read_text())["traceEvents"]  # valid JSON
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert names == {r: f"rank {r}" for r in range(comm.size)}
+    for rank in range(comm.size):
+        timed = [e for e in events if e["pid"] == rank and e["ph"] == "X"]
+        assert all(e["dur"] >= 0 for e in timed)
+        (profile,) = (e for e in timed if e["cat"] == "profile")
+        steps = [e for e in timed if e["cat"] == "step"]
+        phases = [e for e in timed if e["cat"] == "exchange"]
+        compiled = [e for e in phases if e["args"].get("compiled")]
+        runtime = [e for e in phases if not e["args"].get("compiled")]
+        assert len(steps) == CALLS and all(e["name"] == "step" for e in steps)
+        assert RUNTIME_PHASES <= {e["name"] for e in runtime}
+        assert {e["name"] for e in compiled} == {"post", "wait"}
+        assert len(compiled) == 2 * 2 * CALLS  # two exchanges per call, post and wait each
+        for event in timed:
+            assert within(event, profile), event
+        for event in compiled:
+            assert any(within(event, s) for s in steps), f"rank {rank}: {event} in no step"
+        parents = {"pack": "start", "self-copies": "start", "unpack": "finish"}
+        for event in runtime:
+            parent = parents.get(event["name"])
+            if parent is not None:
+                assert any(within(event, e) for e in runtime if e["name"] == parent), event
+        peers = {"rank " + str(r) for r in range(comm.size) if r != rank}
+        for event in runtime:  # byte counts per peer rank
+            if event["name"] in ("pack", "unpack"):
+                (messages,) = event["args"].values()
+                assert set(messages) <= peers and all(b.endswith(" B") for b in messages.values())
+
+
+def test_the_summary_names_every_rank(run, comm) -> None:
+    folder, _, _ = run
+    if comm.rank == 0:
+        summary = (folder / "summary.txt").read_text()
+        for rank in range(comm.size):
+            assert f"\n| {rank} | " in summary
+        assert "slowest rank: " in summary
+
+
+def test_timers_only_in_steps_built_while_profiling(run, comm, tmp_path) -> None:
+    """Off, the step is another build, without timer code; nothing is written."""
+    _, step, args = run
+    assert gh.profiling.recorder is None
+    assert not timer_code(step.to_sdfg(*args))
+    step(*args)  # the build without timers
+    assert not list(tmp_path.iterdir())
+    folder = comm.bcast(str(tmp_path) if comm.rank == 0 else None)
+    with gh.profile(folder):
+        assert timer_code(step.to_sdfg(*args))
+
+
+def within(inner: dict, outer: dict) -> bool:
+    return (
+        inner["ts"] >= outer["ts"] - CLOCKS_AGREE
+        and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"] + CLOCKS_AGREE
+    )
+
+
+def timer_code(sdfg) -> bool:
+    code = [sdfg.global_code["frame"].as_string]
+    code += [n.code.as_string for n, _ in sdfg.all_nodes_recursive() if hasattr(n, "code")]
+    return any("gt4py_halo_timers" in c for c in code)
