@@ -5,6 +5,9 @@
 VENV      := .venv
 BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
+# the demo needs no extra but viztracer (make profile): a venv without the test extras gets
+# only that; one with them (make test ran) serves the demo as it is
+DEMO      := $(if $(wildcard $(STAMP)),$(STAMP),$(VENV)/.installed-demo)
 NP        ?= 2
 # optional dependencies installed: ghex (the 'ghex' transport, built from source), profile
 # (viztracer, for gh.profile), nvcc
@@ -35,14 +38,19 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(if $(findstring icon4py,$(EXTRAS)),$(BIN)/python -m pip install -q --no-deps $(ICON4PY))
 	touch $@
 
-demo: $(STAMP)
+$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q "mpich>=4.2" "mpi4py>=4.1"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[profile]"
+	touch $@
+
+demo: $(DEMO)
 	$(RUN_ENV) mpirun -n $(NP) $(BIN)/python -O -m mpi4py examples/diffusion_2d.py
 
 test: $(STAMP)
 	$(RUN_ENV) tools/run-tests.sh
 
 # the demo profiled: profiles/demo/trace.json (vizviewer) and profiles/demo/summary.txt
-profile: $(STAMP)
+profile: $(DEMO)
 	$(RUN_ENV) GT4PY_HALO_PROFILE=profiles/demo mpirun -n $(NP) $(BIN)/python -O -m mpi4py \
 		examples/diffusion_2d.py --rounds 3
 
