@@ -3,8 +3,9 @@
     pip install matplotlib
     python tools/render-profile.py profiles/demo/trace.json docs/profiling.png --last-ms 3
 
-Per rank three lanes, from the bottom: the exchange phases (runtime and compiled) coloured by
-phase, compiled steps, and the Python calls viztracer traced. ``--last-ms``: only the end of the
+Per rank four lanes, from the bottom: the exchange phases (runtime and compiled) coloured by
+phase, the states of compiled steps (their stencils, holding their exchange tasklets), the
+compiled steps, and the Python calls viztracer traced. ``--last-ms``: only the end of the
 profile (the steady state), in milliseconds.
 """
 
@@ -29,6 +30,7 @@ COLOURS = {
     "unpack": "#2ca02c",
     "exchange": "#9467bd",
     "start / finish": "#f2e6c9",
+    "state": "#8c564b",
     "step": "#555555",
     "python": "#dddddd",
 }
@@ -47,9 +49,9 @@ def main() -> None:
     if args.last_ms is not None:
         start = max(start, end - 1000 * args.last_ms)
     ranks = sorted({e["pid"] for e in events})
-    fig, ax = plt.subplots(figsize=(12, 1.2 + 1.3 * len(ranks)))
+    fig, ax = plt.subplots(figsize=(12, 1.2 + 1.6 * len(ranks)))
     for row, rank in enumerate(ranks):
-        base = (len(ranks) - 1 - row) * 4
+        base = (len(ranks) - 1 - row) * 5
         # containers first, their phases drawn over them
         for event in sorted(events, key=lambda e: e["name"] not in CONTAINERS):
             if event["pid"] != rank or event["ts"] + event["dur"] < start:
@@ -59,10 +61,12 @@ def main() -> None:
                 lane, colour = base, COLOURS["start / finish"]
             elif category == "exchange":
                 lane, colour = base, COLOURS.get(event["name"], "black")
+            elif category == "state":
+                lane, colour = base + 1.1, COLOURS["state"]
             elif category == "step":
-                lane, colour = base + 1.1, COLOURS["step"]
+                lane, colour = base + 2.2, COLOURS["step"]
             elif category == "FEE":
-                lane, colour = base + 2.2, COLOURS["python"]
+                lane, colour = base + 3.3, COLOURS["python"]
             else:
                 continue
             begin = max(event["ts"], start)
@@ -70,7 +74,7 @@ def main() -> None:
             ax.broken_barh(
                 [((begin - start) / 1000, width)], (lane, 1), color=colour, ec="white", lw=0.3
             )
-    ax.set_yticks([(len(ranks) - 1 - r) * 4 + 1.6 for r in range(len(ranks))])
+    ax.set_yticks([(len(ranks) - 1 - r) * 5 + 2.1 for r in range(len(ranks))])
     ax.set_yticklabels([f"rank {r}" for r in ranks])
     ax.set_xlabel("ms")
     ax.set_xlim(0, (end - start) / 1000)
@@ -81,7 +85,7 @@ def main() -> None:
         ncol=len(COLOURS),
         fontsize=8,
     )
-    ax.set_title(f"{args.trace}: per rank exchange phases, compiled steps, Python calls")
+    ax.set_title(f"{args.trace}: per rank exchange phases, step states, steps, Python calls")
     fig.tight_layout()
     fig.savefig(args.png, dpi=110)
 

@@ -68,6 +68,7 @@ def test_one_process_per_rank_with_runtime_and_compiled_phases(run, comm) -> Non
         timed = [e for e in events if e["pid"] == rank and e["ph"] == "X"]
         assert all(e["dur"] >= 0 for e in timed)
         (profile,) = (e for e in timed if e["cat"] == "profile")
+        states = [e for e in timed if e["cat"] == "state"]  # the compiled step's stencils
         steps = [e for e in timed if e["cat"] == "step"]
         phases = [e for e in timed if e["cat"] == "exchange"]
         compiled = [e for e in phases if e["args"].get("compiled")]
@@ -78,8 +79,11 @@ def test_one_process_per_rank_with_runtime_and_compiled_phases(run, comm) -> Non
         assert len(compiled) == 2 * 2 * CALLS  # two exchanges per call, post and wait each
         for event in timed:
             assert within(event, profile), event
-        for event in compiled:
+        assert len(states) >= 2 * CALLS  # the two stencils of each call
+        for event in compiled + states:
             assert any(within(event, s) for s in steps), f"rank {rank}: {event} in no step"
+        for event in compiled:  # the exchange tasklets run in the step's states
+            assert any(within(event, s) for s in states), f"rank {rank}: {event} in no state"
         parents = {"pack": "start", "self-copies": "start", "unpack": "finish"}
         for event in runtime:
             parent = parents.get(event["name"])

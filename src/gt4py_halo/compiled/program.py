@@ -127,7 +127,7 @@ class Program:
     def _recorded(self, rec: Any, start: float, compiled: Any, timers: list) -> None:
         """Records the call that began at ``start`` in profile ``rec``, whose end collects
         what the step's timers recorded inside it."""
-        rec.event(self.__name__, start, {"timed exchange tasklets": len(timers)}, "step")
+        rec.event(self.__name__, start, {"timers": len(timers)}, "step")
         rec.compiled_events[id(compiled)] = functools.partial(
             drain, compiled, timers, self.__name__
         )

@@ -1,12 +1,15 @@
-"""Timers in a compiled step's exchange tasklets, for profiles (``gt4py_halo.profiling``).
+"""Timers in a compiled step, for profiles (``gt4py_halo.profiling``).
 
-A step lowered while a profile is on gets, around each exchange tasklet the transports' host
-code runs in, a read of ``CLOCK_MONOTONIC`` before and after (viztracer's clock), appended to
-a buffer in the step's library; the profile drains it when it ends (``drain``): no Python
-runs per event. Which phase a tasklet is comes from its label: ``<uid>_post`` / ``<uid>_wait``
+A step lowered while a profile is on reads ``CLOCK_MONOTONIC`` before and after each of its
+exchange tasklets and each state of its own graph that does work (the stencils, fused with
+the exchanges' pack and unpack maps where the lowering could), appending the readings to a
+buffer in the step's library; the profile drains it when it ends (``drain``): no Python runs
+per event. An exchange tasklet's phase comes from its label: ``<uid>_post`` / ``<uid>_wait``
 (the arena and gather lowerings), ``<uid>_ghex_start`` / ``_finish`` / ``_exchange`` (GHEX,
-whose blocking node packs, posts, waits and unpacks in one call: ``exchange``). Pack and
-unpack are maps, fused with the stencils around them where the lowering could: not timed.
+whose blocking node packs, posts, waits and unpacks in one call: ``exchange``). A state is
+timed by a state before it and one after it, each a tasklet reading the clock: the state's
+event holds the exchange events of the tasklets it runs. On a GPU the readings are the
+host's: when the work was launched, not when the device ran it.
 
 A step lowered with profiling off has none of this code; the timers change its graph, so the
 two builds have different digests and folders.
@@ -47,6 +50,12 @@ inline void record(int timer, double begin) {{
     double end = now();
     events.insert(events.end(), {{double(timer), begin, end}});
 }}
+// the beginnings of the states being timed, by timer
+static std::vector<double> began;
+inline void begin(int timer) {{
+    if (began.size() <= std::size_t(timer)) began.resize(timer + 1);
+    began[timer] = now();
+}}
 }}  // namespace gt4py_halo_timers
 extern "C" DACE_EXPORTED long {_COUNT}() {{
     return long(gt4py_halo_timers::events.size() / 3);
@@ -61,10 +70,10 @@ extern "C" DACE_EXPORTED long {_DRAIN}(double* out, long capacity) {{
 """
 
 
-def add_timers(sdfg: dace.SDFG) -> list[tuple[str, str]]:
-    """Time every exchange tasklet of ``sdfg``; returns what each timer times: (the
-    exchange's uid, its phase), in timer order."""
-    timers: list[tuple[str, str]] = []
+def add_timers(sdfg: dace.SDFG) -> list[tuple[str, str, str]]:
+    """Time every exchange tasklet of ``sdfg`` and every state of its own that does work;
+    returns what each timer times: (category, event name, what), in timer order."""
+    timers: list[tuple[str, str, str]] = []
     for node, _ in sdfg.all_nodes_recursive():
         if not isinstance(node, dace.nodes.Tasklet) or node.language != dtypes.Language.CPP:
             continue
@@ -77,13 +86,36 @@ def add_timers(sdfg: dace.SDFG) -> list[tuple[str, str]]:
             f"gt4py_halo_timers::record({len(timers)}, gt4py_halo_begin); }}",
             dtypes.Language.CPP,
         )
-        timers.append((node.label.removesuffix(suffix), PHASE_OF_LABEL[suffix]))
+        timers.append(("exchange", PHASE_OF_LABEL[suffix], node.label.removesuffix(suffix)))
+    working = [
+        state
+        for state in sdfg.all_states()
+        if state.sdfg is sdfg
+        and any(isinstance(n, (dace.nodes.EntryNode, dace.nodes.NestedSDFG)) for n in state.nodes())
+    ]
+    for state in working:
+        timer = len(timers)
+        graph = state.parent_graph
+        first = graph.start_block is state
+        before = graph.add_state_before(state, is_start_block=first)
+        _clock_state(before, f"gt4py_halo_timers::begin({timer});")
+        _clock_state(
+            graph.add_state_after(state),
+            f"gt4py_halo_timers::record({timer}, gt4py_halo_timers::began[{timer}]);",
+        )
+        timers.append(("state", state.label, state.label))
     if timers:
         sdfg.append_global_code(_GLOBAL_CODE)
     return timers
 
 
-def drain(compiled: Any, timers: list[tuple[str, str]], step: str) -> list[dict]:
+def _clock_state(state: dace.SDFGState, code: str) -> None:
+    state.add_tasklet(
+        f"{state.label}_clock", {}, {}, code, language=dtypes.Language.CPP, side_effects=True
+    )
+
+
+def drain(compiled: Any, timers: list[tuple[str, str, str]], step: str) -> list[dict]:
     """The events the timers of ``compiled`` (a step's loaded build) recorded since the last
     drain, as Chrome trace events (without process and thread)."""
     if not timers:
@@ -93,14 +125,17 @@ def drain(compiled: Any, timers: list[tuple[str, str]], step: str) -> list[dict]
     read = compiled._lib.get_symbol(_DRAIN, ctypes.c_long)(
         values.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), ctypes.c_long(count)
     )
-    return [
-        {
-            "ph": "X",
-            "cat": "exchange",
-            "name": timers[int(timer)][1],
-            "ts": begin,
-            "dur": end - begin,
-            "args": {"exchange": timers[int(timer)][0], "in step": step, "compiled": True},
-        }
-        for timer, begin, end in values[:read]
-    ]
+    events = []
+    for timer, begin, end in values[:read]:
+        category, name, what = timers[int(timer)]
+        events.append(
+            {
+                "ph": "X",
+                "cat": category,
+                "name": name,
+                "ts": begin,
+                "dur": end - begin,
+                "args": {category: what, "in step": step, "compiled": True},
+            }
+        )
+    return events
