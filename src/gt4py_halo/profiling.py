@@ -12,8 +12,10 @@ they call) and records, as events of category ``exchange``:
 - each call of a compiled step (category ``step``) and, in a step built while profiling was
   on, what runs inside it, timed by the generated code itself (``compiled/timers.py``): each
   state of its graph that does work (category ``state``: the stencils, with the pack and
-  unpack maps fused into them) and each exchange tasklet (``post``, ``wait``). A step built
-  with profiling off holds no timer code; the build cache keeps the two builds apart.
+  unpack maps fused into them) and each exchange tasklet (``post``, ``wait``); in a GPU step
+  also each state's kernels on the device (category ``device``, CUDA events on the program's
+  stream). A step built with profiling off holds no timer code; the build cache keeps the
+  two builds apart.
 
 When the profile ends (collectively over its communicator), the ranks measure their clock
 offsets to rank 0 (ping-pongs, the one of shortest round trip), rank 0 gathers every rank's

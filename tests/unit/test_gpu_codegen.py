@@ -171,6 +171,32 @@ def test_one_stream_wait_per_exchange_and_no_device_wide_sync(generated):
 
 
 @pytest.fixture(scope="module")
+def profiled_sdfg(tmp_path_factory):
+    """The step of ``lowered_called_step``, lowered while a profile is on: with timers."""
+    from mpi4py import MPI
+
+    with gh.profile(tmp_path_factory.mktemp("profile"), comm=MPI.COMM_SELF):
+        return lowered_called_step()
+
+
+def test_profiled_step_records_cuda_events_without_waiting(called_sdfg, profiled_sdfg):
+    """Each working state of a profiled GPU step records a CUDA event on the program's stream
+    before and after its kernels (and reads the host clock); it adds no wait for the stream or
+    the device: the events are read when the profile ends."""
+    plain, _ = _host_and_device_code(called_sdfg)
+    body, cuda = _host_and_device_code(profiled_sdfg)
+    begins = re.findall(r"gt4py_halo_timers::device_begin\((\d+)\)", body)
+    ends = re.findall(r"gt4py_halo_timers::device_end\((\d+)\)", body)
+    assert begins and sorted(begins) == sorted(ends)
+    assert len(begins) >= 2  # the two stencils' states at least
+    for wait in ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize"):
+        assert body.count(wait) == plain.count(wait), wait
+    assert "gt4py_halo_timers" not in cuda  # host code only
+    frame = profiled_sdfg.global_code["frame"].as_string
+    assert "cudaEventRecord(e, nullptr)" in frame  # the default stream: codegen_config
+
+
+@pytest.fixture(scope="module")
 def unstructured_sdfg():
     """An unstructured exchange of GPU fields, split phase and blocking (one rank: the
     neighbour count is a run-time value, the code is the same as on many)."""
@@ -314,7 +340,14 @@ def cmake_args(root: Path) -> str:
 
 @pytest.mark.parametrize(
     "step",
-    ["sdfg", "called_sdfg", "unstructured_sdfg", "nccl_sdfg", "nccl_unstructured_sdfg"],
+    [
+        "sdfg",
+        "called_sdfg",
+        "profiled_sdfg",
+        "unstructured_sdfg",
+        "nccl_sdfg",
+        "nccl_unstructured_sdfg",
+    ],
 )
 def test_generated_code_compiles_with_nvcc(step, request, tmp_path):
     root = cuda_toolkit()

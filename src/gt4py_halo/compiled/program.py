@@ -308,7 +308,7 @@ class Program:
             report.producers = lowered.producers
             if self._device == "gpu":
                 transform_for_gpu(sdfg, lowered.host_tasklets)
-        timers = add_timers(sdfg) if profiling.recorder is not None else []
+        timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         return sdfg, report, exchanged, renames, timers

@@ -8,8 +8,12 @@ per event. An exchange tasklet's phase comes from its label: ``<uid>_post`` / ``
 (the arena and gather lowerings), ``<uid>_ghex_start`` / ``_finish`` / ``_exchange`` (GHEX,
 whose blocking node packs, posts, waits and unpacks in one call: ``exchange``). A state is
 timed by a state before it and one after it, each a tasklet reading the clock: the state's
-event holds the exchange events of the tasklets it runs. On a GPU the readings are the
-host's: when the work was launched, not when the device ran it.
+event holds the exchange events of the tasklets it runs. These readings are the host's: on a
+GPU, when the work was launched. There the same two tasklets also record a CUDA event each on
+the program's stream (the default one: ``program.codegen_config``), in order with the state's
+kernels and without any wait; when the profile ends, the step's library waits for an event
+recorded then and places every recorded pair on the host clock by its elapsed time to that
+one (category ``device``).
 
 A step lowered with profiling off has none of this code; the timers change its graph, so the
 two builds have different digests and folders.
@@ -34,30 +38,87 @@ PHASE_OF_LABEL = {
     "_wait": "wait",
 }
 _COUNT, _DRAIN = "__gt4py_halo_timed_count", "__gt4py_halo_timed_events"
-_GLOBAL_CODE = f"""
+_HOST_CODE = """
 #include <time.h>
 #include <algorithm>
 #include <vector>
-namespace gt4py_halo_timers {{
+namespace gt4py_halo_timers {
 // per event: the timer's index, its begin and end, in microseconds of CLOCK_MONOTONIC
 static std::vector<double> events;
-inline double now() {{
+inline double now() {
     timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}}
-inline void record(int timer, double begin) {{
+}
+inline void record(int timer, double begin) {
     double end = now();
-    events.insert(events.end(), {{double(timer), begin, end}});
-}}
+    events.insert(events.end(), {double(timer), begin, end});
+}
 // the beginnings of the states being timed, by timer
 static std::vector<double> began;
-inline void begin(int timer) {{
+inline void begin(int timer) {
     if (began.size() <= std::size_t(timer)) began.resize(timer + 1);
     began[timer] = now();
-}}
-}}  // namespace gt4py_halo_timers
+}
+}  // namespace gt4py_halo_timers
+"""
+# CUDA events around a state's kernels; a device span is stored as timer -1 - its timer
+_DEVICE_CODE = """
+#include <cuda_runtime.h>
+namespace gt4py_halo_timers {
+struct device_span {
+    int         timer;
+    cudaEvent_t begin, end;
+};
+static std::vector<device_span> device_spans;
+static std::vector<cudaEvent_t> spare;
+inline cudaEvent_t recorded() {
+    cudaEvent_t e;
+    if (spare.empty()) {
+        cudaEventCreate(&e);
+    } else {
+        e = spare.back();
+        spare.pop_back();
+    }
+    cudaEventRecord(e, nullptr);  // the program's stream
+    return e;
+}
+inline void device_begin(int timer) { device_spans.push_back({timer, recorded(), nullptr}); }
+inline void device_end(int timer) {
+    for (auto s = device_spans.rbegin(); s != device_spans.rend(); ++s)
+        if (s->timer == timer && s->end == nullptr) {
+            s->end = recorded();
+            return;
+        }
+}
+// when the profile ends, not in the step: the one wait, for an event recorded now
+inline void flush_device() {
+    if (device_spans.empty()) return;
+    cudaEvent_t mark = recorded();
+    cudaEventSynchronize(mark);
+    double at = now();
+    for (auto& s : device_spans) {
+        float to_begin = 0, to_end = 0;
+        if (s.end != nullptr && cudaEventElapsedTime(&to_begin, s.begin, mark) == cudaSuccess &&
+            cudaEventElapsedTime(&to_end, s.end, mark) == cudaSuccess)
+            events.insert(
+                events.end(), {double(-1 - s.timer), at - 1e3 * to_begin, at - 1e3 * to_end});
+        spare.push_back(s.begin);
+        if (s.end != nullptr) spare.push_back(s.end);
+    }
+    device_spans.clear();
+    spare.push_back(mark);
+}
+}  // namespace gt4py_halo_timers
+"""
+_NO_DEVICE_CODE = """
+namespace gt4py_halo_timers {
+inline void flush_device() {}
+}  // namespace gt4py_halo_timers
+"""
+_EXPORTED_CODE = f"""
 extern "C" DACE_EXPORTED long {_COUNT}() {{
+    gt4py_halo_timers::flush_device();
     return long(gt4py_halo_timers::events.size() / 3);
 }}
 extern "C" DACE_EXPORTED long {_DRAIN}(double* out, long capacity) {{
@@ -70,9 +131,10 @@ extern "C" DACE_EXPORTED long {_DRAIN}(double* out, long capacity) {{
 """
 
 
-def add_timers(sdfg: dace.SDFG) -> list[tuple[str, str, str]]:
-    """Time every exchange tasklet of ``sdfg`` and every state of its own that does work;
-    returns what each timer times: (category, event name, what), in timer order."""
+def add_timers(sdfg: dace.SDFG, gpu: bool) -> list[tuple[str, str, str]]:
+    """Time every exchange tasklet of ``sdfg`` and every state of its own that does work
+    (``gpu``: also on the device); returns what each timer times: (category, event name,
+    what), in timer order."""
     timers: list[tuple[str, str, str]] = []
     for node, _ in sdfg.all_nodes_recursive():
         if not isinstance(node, dace.nodes.Tasklet) or node.language != dtypes.Language.CPP:
@@ -98,14 +160,17 @@ def add_timers(sdfg: dace.SDFG) -> list[tuple[str, str, str]]:
         graph = state.parent_graph
         first = graph.start_block is state
         before = graph.add_state_before(state, is_start_block=first)
-        _clock_state(before, f"gt4py_halo_timers::begin({timer});")
-        _clock_state(
-            graph.add_state_after(state),
-            f"gt4py_halo_timers::record({timer}, gt4py_halo_timers::began[{timer}]);",
-        )
+        begin = f"gt4py_halo_timers::begin({timer});"
+        end = f"gt4py_halo_timers::record({timer}, gt4py_halo_timers::began[{timer}]);"
+        if gpu:  # the device's after the host's: the state's kernels are launched in between
+            begin += f"\ngt4py_halo_timers::device_begin({timer});"
+            end = f"gt4py_halo_timers::device_end({timer});\n" + end
+        _clock_state(before, begin)
+        _clock_state(graph.add_state_after(state), end)
         timers.append(("state", state.label, state.label))
     if timers:
-        sdfg.append_global_code(_GLOBAL_CODE)
+        device = _DEVICE_CODE if gpu else _NO_DEVICE_CODE
+        sdfg.append_global_code(_HOST_CODE + device + _EXPORTED_CODE)
     return timers
 
 
@@ -127,7 +192,9 @@ def drain(compiled: Any, timers: list[tuple[str, str, str]], step: str) -> list[
     )
     events = []
     for timer, begin, end in values[:read]:
-        category, name, what = timers[int(timer)]
+        category, name, what = timers[int(timer) if timer >= 0 else -1 - int(timer)]
+        if timer < 0:
+            category = "device"  # a state's kernels on the GPU
         events.append(
             {
                 "ph": "X",
