@@ -17,7 +17,7 @@ WHEELS="gt4py==1.2.3 dace==2.0.0a10 mpich==5.0.2 mpi4py==4.1.2 gridtools-cpp==2.
   array-api-compat==1.16.0 asttokens==2.4.1 astunparse==1.6.3 boltons==26.2.0 cachebox==5.2.3
   cached-property==2.0.1 cytoolz==1.2.0 deepdiff==9.1.0 devtools==0.13.0 dill==0.4.1
   distro==1.9.0 executing==2.3.0 fparser==0.2.5 frozendict==2.5.1 lark==1.3.1 Mako==1.4.3
-  ordered-set==4.1.0 orderly-set==5.5.0 ply==3.11"
+  ordered-set==4.1.0 orderly-set==5.5.0 ply==3.11 viztracer==1.1.1 objprint==0.3.0"
 
 if [ "${1:-}" = wheels ]; then
   python=${PYTHON:-.venv/bin/python}

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+import dace
 import gt4py.next as gtx
 import numpy as np
 import pytest
+from halo_reference import gpu_or_skip
 from mpi4py import MPI
 
 import gt4py_halo as gh
@@ -115,6 +117,40 @@ def test_timers_only_in_steps_built_while_profiling(run, comm, tmp_path) -> None
     folder = comm.bcast(str(tmp_path) if comm.rank == 0 else None)
     with gh.profile(folder):
         assert timer_code(step.to_sdfg(*args))
+
+
+def test_gpu_step_is_timed_on_the_device(comm, tmp_path) -> None:
+    """A GPU step's working states, timed on the device by CUDA events: one device event per
+    state and call, inside the profile, starting no earlier than the host launched it. Runs
+    where every rank has a GPU (CI has none)."""
+    cupy = gpu_or_skip(comm)
+    d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm, device="gpu")
+    def gpu_step(a, b):
+        ex.exchange(a)
+        for i, j in dace.map[1 : a.shape[0] - 1, 1 : a.shape[1] - 1]:
+            b[i, j] = a[i + 1, j] + a[i - 1, j] + a[i, j + 1] + a[i, j - 1]
+
+    a, b = cupy.ones(d.allocated_shape), cupy.zeros(d.allocated_shape)
+    folder = Path(comm.bcast(str(tmp_path) if comm.rank == 0 else None))
+    with gh.profile(folder):
+        for _ in range(CALLS):
+            gpu_step(a, b)
+    if comm.rank != 0:
+        return
+    events = [e for e in json.loads((folder / "trace.json").read_text())["traceEvents"]]
+    for rank in range(comm.size):
+        timed = [e for e in events if e["pid"] == rank and e["ph"] == "X"]
+        (profile,) = (e for e in timed if e["cat"] == "profile")
+        states = [e for e in timed if e["cat"] == "state"]
+        device = [e for e in timed if e["cat"] == "device"]
+        assert len(device) == len(states) >= CALLS
+        for event in device:
+            assert event["dur"] >= 0 and within(event, profile), event
+            launched = [s for s in states if s["name"] == event["name"]]
+            assert any(s["ts"] <= event["ts"] + CLOCKS_AGREE for s in launched), event
 
 
 def within(inner: dict, outer: dict) -> bool:
