@@ -199,8 +199,8 @@ def merge(per_rank: Iterable[tuple[list[dict], float]]) -> dict:
 
 
 def summary(trace: dict) -> str:
-    """Per rank: the time profiled, in each exchange phase, in compiled steps, and outside
-    the exchanges; and the slowest rank."""
+    """Per rank: the time profiled, in each exchange phase, in compiled steps, in stencils
+    and Python (outside the exchange phases) and outside waits; and the slowest rank."""
     ranks: dict[int, dict[str, float]] = collections.defaultdict(
         lambda: collections.defaultdict(float)
     )
@@ -214,10 +214,11 @@ def summary(trace: dict) -> str:
             ranks[rank][event["name"]] += event["dur"]
         elif category == "step":
             ranks[rank]["compiled steps"] += event["dur"]
-    columns = ["profiled", *PHASES, "compiled steps", "outside exchanges", "outside waits"]
+    columns = ["profiled", *PHASES, "compiled steps", "stencils and Python", "outside waits"]
     lines = [
-        "gt4py_halo profile: time per rank in ms (exchange phases summed over all exchanges;",
-        "outside exchanges: stencils and Python)",
+        "gt4py_halo profile: time per rank in ms (exchange phases summed over all exchanges,",
+        "compiled steps' included; stencils and Python: outside the exchange phases; outside",
+        "waits: outside wait and exchange, the phases that wait for other ranks)",
         "",
         "| rank | " + " | ".join(columns) + " |",
         "|---|" + "---|" * len(columns),
@@ -227,7 +228,7 @@ def summary(trace: dict) -> str:
         times = ranks[rank]
         profiled = times["profiled"]
         in_phases = sum(times[p] for p in PHASES)
-        outside_waits[rank] = profiled - times["wait"]
+        outside_waits[rank] = profiled - times["wait"] - times["exchange"]
         row = [profiled, *(times[p] for p in PHASES), times["compiled steps"]]
         row += [profiled - in_phases, outside_waits[rank]]
         lines.append(f"| {rank} | " + " | ".join(f"{t / 1000:.3f}" for t in row) + " |")
