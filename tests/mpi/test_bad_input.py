@@ -281,6 +281,26 @@ def test_compiled_step_with_a_wrong_field_on_one_rank(comm):
         exchange_one(np.zeros(shape))
 
 
+@pytest.mark.timeout(120)  # a hang fails
+def test_compiled_step_that_fails_to_build_on_one_rank(comm):
+    """A step DaCe cannot parse on the last rank only (a value of its closure differs): that
+    rank raises its own error, every other rank a ProgramError naming it; none waits for the
+    others."""
+    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+    last = comm.rank == comm.size - 1
+    scale = object() if last else 2.0
+
+    @gh.program(comm=comm)
+    def scaled(a):
+        ex.exchange(a)
+        a[1:-1, 1:-1] = a[1:-1, 1:-1] * scale
+
+    expected = "Operator Mult is not defined" if last else f"rank {comm.size - 1} failed"
+    with pytest.raises(gh.ProgramError, match=expected):
+        scaled(np.ones(d.allocated_shape))
+
+
 @pytest.mark.parametrize("extra", [-1, 1])
 def test_compiled_unstructured_field_of_the_wrong_length(comm, extra):
     """Shorter (the exchange would write past its end) or longer than the dim's local size."""

@@ -230,6 +230,27 @@ def test_many_exchanges_in_flight(backend):
         np.testing.assert_array_equal(field, expected)
 
 
+@pytest.mark.timeout(120)  # a hang fails
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ranks_finish_exchanges_in_different_orders(comm, backend):
+    """Split-phase exchanges finished in another order on each rank (odd ranks backwards,
+    rank 2 from the middle), with messages far above MPI's eager size (rendezvous): each
+    exchange sent everything at its start, so no order of finishes waits on another."""
+    d = gh.CartesianDecomposition((64, 64, 128), halo=(2, 2, 0), periodic=True)  # 140 kB faces
+    ex = gh.make_exchange(d, backend=backend)
+    fields = [filled_local(d, (), np.float64) for _ in range(4)]
+    handles = [ex.start(f) for f in fields]
+    order = list(range(len(handles)))
+    if comm.rank % 2:
+        order.reverse()
+    elif comm.rank == 2:
+        order = order[2:] + order[:2]
+    for i in order:
+        handles[i].finish()
+    for field in fields:
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_exchanged_fields_are_not_kept_alive(backend):
     """What a transport keeps for the fields it exchanged never keeps them alive: fresh

@@ -553,6 +553,40 @@ def test_compiled_exchange_of_interleaved_local_layouts(comm, backend) -> None:
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_compiled_exchange_on_a_rank_without_entries_of_a_dim(comm, backend) -> None:
+    """The last rank has no edges at all, the one before it owns none but mirrors some (as
+    in the runtime test): the compiled step builds on every rank (GHEX's pattern is
+    collective; the empty rank's empty fields take C-ordered strides, NumPy gives them 0) and
+    the halos are exact. NumPy fields: GT4Py allocates no field of extent 0."""
+    from test_unstructured_exchange import values
+
+    gids = np.arange(40)
+    owners = max(comm.size - 2, 1)
+    if comm.rank < owners:
+        owned = gids[gids % owners == comm.rank]
+        halo = gids[(gids % owners != comm.rank) & (gids % 3 == 0)]
+    elif comm.rank == comm.size - 2:
+        owned, halo = gids[:0], gids[::5]
+    else:
+        owned, halo = gids[:0], gids[:0]
+    d = gh.UnstructuredDecomposition({"edge": (owned, halo)})
+    ex = gh.make_exchange(d, backend=backend)
+
+    @gh.program(comm=comm)
+    def exchange_edges(e, e3):
+        ex.exchange(e, e3, dim="edge")
+
+    local = np.concatenate([owned, halo])
+    is_owned = np.arange(len(local)) < len(owned)
+    e = np.where(is_owned, values(local, (), np.float64), -1.0)
+    e3 = np.where(is_owned[:, None], values(local, (3,), np.int32), -1).astype(np.int32)
+    for _ in range(2):
+        exchange_edges(e, e3)
+        np.testing.assert_array_equal(e, values(local, (), np.float64))
+        np.testing.assert_array_equal(e3, values(local, (3,), np.int32))
+
+
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend) -> None:
     """Uneven blocks, asymmetric halos, an open axis and a periodic one, blocking and split
     phase; fields of 0, 1 and 2 level axes in C and Fortran order, a padded view and GT4Py's

@@ -174,19 +174,14 @@ class Program:
         else:
             arrive(self._comm, repr(self.__name__))
             self._check_layouts_agree(values, layouts)
-            sdfg, _, exchanged, renames, timers = self._lower(values, layouts)
-            arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
-            problem = None
+            failure: Exception | None = None
             try:
+                sdfg, _, exchanged, renames, timers = self._lower(values, layouts)
                 _check_exchanged(self._dace_program.argnames, values, exchanged)
-            except FieldError as error:
-                problem = str(error)
-            problems = self._comm.allgather(problem)  # a first call: raised on every rank
-            if any(problems):
-                raise FieldError(
-                    f"{self.__name__}: "
-                    + "; ".join(f"rank {r}: {p}" for r, p in enumerate(problems) if p)
-                )
+            except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
+                failure = error
+            arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
+            self._raise_on_every_rank(failure)
             self._check_programs_agree(sdfg, values, layouts)
             # a build folder of this name holds the same step built alike: reused, even from
             # an earlier run
@@ -208,6 +203,25 @@ class Program:
         fixed = {renames.get(name, name): value for name, value in fixed.items()}
         self._builds[instance] = (compiled, fixed, layouts, timers)
         return self._builds[instance]
+
+    def _raise_on_every_rank(self, failure: Exception | None) -> None:
+        """Collectively: if a rank could not lower the step or its arguments do not fit it,
+        every rank raises: a ``FieldError`` naming each rank's bad arguments, or, where a
+        rank failed otherwise, its own exception there and a ``ProgramError`` naming it on
+        the others."""
+        problem = None if failure is None else (type(failure).__name__, str(failure))
+        problems = self._comm.allgather(problem)  # a first call: raised on every rank
+        if not any(problems):
+            return
+        named = "; ".join(f"rank {r}: {p[1]}" for r, p in enumerate(problems) if p)
+        if all(p[0] == FieldError.__name__ for p in problems if p):
+            raise FieldError(f"{self.__name__}: {named}")
+        if failure is not None:
+            raise failure
+        raise ProgramError(
+            f"{self.__name__} was not built: "
+            + "; ".join(f"rank {r} failed: {p[0]}: {p[1]}" for r, p in enumerate(problems) if p)
+        )
 
     def _check_layouts_agree(self, values: list[Any], layouts: list) -> None:
         """Collectively: every rank builds the step with the same layout symbols.
@@ -600,6 +614,15 @@ def _is_array(value: Any) -> bool:
 
 
 def _element_strides(value: Any) -> tuple[int, ...]:
+    """The strides of ``value`` in elements; those of a C-ordered array for an empty one
+    (NumPy gives it strides of 0, and ranks must agree on which strides are 1: a rank with
+    no entries of a dim passes empty fields)."""
+    if value.size == 0:
+        strides, inner = [], 1
+        for n in reversed(value.shape):
+            strides.insert(0, inner)
+            inner *= max(n, 1)
+        return tuple(strides)
     return tuple(s // value.itemsize for s in value.strides)
 
 
