@@ -558,17 +558,9 @@ def test_compiled_exchange_on_a_rank_without_entries_of_a_dim(comm, backend) -> 
     in the runtime test): the compiled step builds on every rank (GHEX's pattern is
     collective; the empty rank's empty fields take C-ordered strides, NumPy gives them 0) and
     the halos are exact. NumPy fields: GT4Py allocates no field of extent 0."""
-    from test_unstructured_exchange import values
+    from test_unstructured_exchange import sparse_owners, values
 
-    gids = np.arange(40)
-    owners = max(comm.size - 2, 1)
-    if comm.rank < owners:
-        owned = gids[gids % owners == comm.rank]
-        halo = gids[(gids % owners != comm.rank) & (gids % 3 == 0)]
-    elif comm.rank == comm.size - 2:
-        owned, halo = gids[:0], gids[::5]
-    else:
-        owned, halo = gids[:0], gids[:0]
+    owned, halo = sparse_owners(comm)
     d = gh.UnstructuredDecomposition({"edge": (owned, halo)})
     ex = gh.make_exchange(d, backend=backend)
 

@@ -156,19 +156,25 @@ def test_local_gids_need_one_owned_flag_per_gid(comm):
         gh.UnstructuredDecomposition.from_local_gids({"cell": (np.arange(4), np.ones(3, bool))})
 
 
+def sparse_owners(comm) -> tuple[np.ndarray, np.ndarray]:
+    """This rank's owned and halo gids of 40 entries where the last rank has none at all and
+    (on 3 ranks or more) the one before it owns none but mirrors some."""
+    gids = np.arange(40)
+    owners = max(comm.size - 2, 1)
+    if comm.rank < owners:
+        return gids[gids % owners == comm.rank], gids[
+            (gids % owners != comm.rank) & (gids % 3 == 0)
+        ]
+    if comm.rank == comm.size - 2:
+        return gids[:0], gids[::5]
+    return gids[:0], gids[:0]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_rank_without_entries_of_a_dim(comm, backend):
     """The last rank has no cells at all (neither owned nor halo), the one before it owns no
     cell but mirrors some: the others' halos are exact, and nothing fails there."""
-    gids = np.arange(40)
-    owners = max(comm.size - 2, 1)
-    if comm.rank < owners:
-        owned = gids[gids % owners == comm.rank]
-        halo = gids[(gids % owners != comm.rank) & (gids % 3 == 0)]
-    elif comm.rank == comm.size - 2:
-        owned, halo = gids[:0], gids[::5]
-    else:
-        owned, halo = gids[:0], gids[:0]
+    owned, halo = sparse_owners(comm)
     d = gh.UnstructuredDecomposition({"cell": (owned, halo)})
     ex = gh.make_exchange(d, backend=backend)
     for levels in [(), (3,)]:
