@@ -12,6 +12,7 @@ from gt4py_halo.gt4py_support import use_compile_threads
 # before any GT4Py compilation: under mpirun, gt4py's default spawn pool cannot start
 use_compile_threads()
 
+from gt4py_halo.annotations import auto_exchange, halo
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, NeighbourExchange
 from gt4py_halo.decomposition.unstructured import UnstructuredDecomposition
@@ -61,6 +62,8 @@ __all__ = [
     "ProgramError",
     "RanksDisagreeError",
     "UnstructuredDecomposition",
+    "auto_exchange",
+    "halo",
     "make_exchange",
     "profile",
     "program",

@@ -1,0 +1,269 @@
+"""Halo annotations on GT4Py programs, and exchanges placed from them: ``gh.halo``,
+``gh.auto_exchange``.
+
+``@gh.halo(u=1, v=2)`` on a ``@gtx.program`` says how wide a halo of which argument it reads,
+where the program is defined, independent of any decomposition. What the program writes comes
+from the program itself: the ``out=`` arguments of its field operator calls. For cartesian
+programs the widths it reads are inferred too (GT4Py's own domain inference over the program,
+each argument's accessed domain against the domain written): a declared width smaller than
+that is a ``gh.ProgramError`` at decoration, never a silent stale halo. Where GT4Py's
+inference cannot tell (unstructured programs, offsets that are no literals), the declared
+width is taken as it is. An unstructured field's dim is the dim of the decomposition that its
+GT4Py domain has (by name, in any case: GT4Py's ``Cell`` is the dim ``cell``).
+
+Inside ``with gh.auto_exchange(ex) as placed:`` calls of annotated programs exchange lazily:
+each field's halo is valid after an exchange and stale once a program writes it (a field seen
+for the first time counts as stale); a call that reads a field's halo while it is stale first
+exchanges all such fields of the call in one exchange (one message per neighbour and dim), and
+a field whose halo is still valid is not exchanged again. ``placed`` records each exchange
+(``placed.exchanges``: the program, the arguments exchanged, the dim). A width larger than the
+decomposition's halo is a ``gh.ProgramError`` at that call, before anything is posted. Fields
+are tracked by identity, without keeping them alive.
+
+Exchanges inside ``@gh.program`` steps are still placed by hand: an annotated program called
+there is the program itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from gt4py_halo.errors import ProgramError
+
+#: The auto-exchange in effect (``auto_exchange``), or None.
+_active: Tracker | None = None
+
+
+def halo(**widths: int) -> Callable[[Any], Annotated]:
+    """``@gh.halo(u=1, v=2)`` above ``@gtx.program``: the program reads ``u``'s halo up to 1
+    cell and ``v``'s up to 2 (per decomposed axis; for unstructured dims, ``> 0`` needs the
+    dim's halo)."""
+    for name, width in widths.items():
+        if not isinstance(width, int) or isinstance(width, bool) or width < 0:
+            raise ProgramError(f"gh.halo: width of {name!r} must be an int >= 0, got {width!r}")
+
+    def annotate(program: Any) -> Annotated:
+        return Annotated(program, widths)
+
+    return annotate
+
+
+class Annotated:
+    """A GT4Py program with the halo widths it reads and the arguments it writes; called
+    as the program, exchanging first inside ``gh.auto_exchange``."""
+
+    def __init__(self, program: Any, widths: dict[str, int]) -> None:
+        past = getattr(getattr(program, "past_stage", None), "past_node", None)
+        if past is None:
+            raise ProgramError(f"gh.halo annotates GT4Py programs (@gtx.program), not {program!r}")
+        self.program = program
+        self.name = past.id
+        self.params = [str(p.id) for p in past.params]
+        unknown = sorted(set(widths) - set(self.params))
+        if unknown:
+            raise ProgramError(f"gh.halo on {self.name}: no argument named {', '.join(unknown)}")
+        self.widths = dict(widths)
+        #: The arguments the program writes (its ``out=``).
+        self.writes = frozenset(_written(past))
+        for name, read in read_widths(program).items():
+            if self.widths.get(name, 0) < read:
+                raise ProgramError(
+                    f"gh.halo on {self.name}: it reads {name} {read} cell(s) beyond the domain "
+                    f"it writes, declared {self.widths.get(name, 0)}: "
+                    f"@gh.halo({name}={read}, ...)"
+                )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        tracker = _active
+        if tracker is None:
+            return self.program(*args, **kwargs)
+        bound = dict(zip(self.params, args)) | kwargs
+        tracker.before(self, bound)
+        result = self.program(*args, **kwargs)
+        tracker.after(self, bound)
+        return result
+
+    def __getattr__(self, name: str) -> Any:  # the program's own interface, DaCe's included
+        return getattr(self.program, name)
+
+    def __repr__(self) -> str:
+        return f"gh.halo({self.widths})({self.name})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    """One exchange placed before a call: the program, the arguments exchanged, the dim."""
+
+    program: str
+    arguments: tuple[str, ...]
+    dim: str | None
+
+
+class Tracker:
+    """Which fields' halos are valid; exchanges what a call needs and is stale."""
+
+    def __init__(self, exchange: Any) -> None:
+        self._exchange = exchange
+        self._decomposition = exchange.decomposition
+        self._valid: dict[int, Any] = {}  # id -> weak reference of a field with a valid halo
+        #: The exchanges placed, in order.
+        self.exchanges: list[Placed] = []
+
+    def before(self, program: Annotated, bound: dict[str, Any]) -> None:
+        stale: dict[str | None, list[tuple[str, Any]]] = {}
+        for name, width in program.widths.items():
+            field = bound.get(name)
+            if width == 0 or field is None:
+                continue
+            dim = self._dim_of(program, name, field, width)
+            if not self._is_valid(field):
+                stale.setdefault(dim, []).append((name, field))
+        for dim, fields in stale.items():
+            self._exchange.exchange(*(f for _, f in fields), dim=dim)
+            self.exchanges.append(Placed(program.name, tuple(n for n, _ in fields), dim))
+            for _, field in fields:
+                self._valid[id(field)] = weakref.ref(field, self._forget(id(field)))
+
+    def after(self, program: Annotated, bound: dict[str, Any]) -> None:
+        for name in program.writes:
+            if name in bound:
+                self._valid.pop(id(bound[name]), None)
+
+    def _is_valid(self, field: Any) -> bool:
+        ref = self._valid.get(id(field))
+        return ref is not None and ref() is field
+
+    def _forget(self, key: int) -> Callable[[Any], None]:
+        def forget(_: Any) -> None:
+            self._valid.pop(key, None)
+
+        return forget
+
+    def _dim_of(self, program: Annotated, name: str, field: Any, width: int) -> str | None:
+        d = self._decomposition
+        dims = getattr(d, "dims", None)
+        if dims is None:  # cartesian: one dim, halo widths per axis
+            narrowest = min(min(lo, hi) for lo, hi in d.halo if lo or hi)
+            if width > narrowest:
+                raise ProgramError(
+                    f"{program.name} reads {name} {width} cell(s) into its halo; the "
+                    f"decomposition's halo is {narrowest} wide"
+                )
+            return None
+        named = {name.lower(): name for name in dims}  # GT4Py's "Cell" is the dim "cell" too
+        found = [
+            named[dim.value.lower()]
+            for dim in getattr(getattr(field, "domain", None), "dims", ())
+            if dim.value.lower() in named
+        ]
+        if len(found) != 1:
+            raise ProgramError(
+                f"{program.name}: argument {name} has no (or more than one) dim of the "
+                f"decomposition ({', '.join(dims)}) to exchange"
+            )
+        return found[0]
+
+
+@contextlib.contextmanager
+def auto_exchange(exchange: Any) -> Iterator[Tracker]:
+    """``with gh.auto_exchange(ex) as placed:`` — calls of ``gh.halo`` programs exchange
+    their stale halos with ``ex`` first; ``placed.exchanges`` lists what was placed. Every
+    rank must make the same calls (the exchanges are collective)."""
+    global _active
+    if _active is not None:
+        raise ProgramError("gh.auto_exchange is on already (they do not nest)")
+    _active = Tracker(exchange)
+    try:
+        yield _active
+    finally:
+        _active = None
+
+
+def _written(past: Any) -> set[str]:
+    """The program's arguments its field operator calls write (``out=``)."""
+    written: set[str] = set()
+    for statement in past.body:
+        out = getattr(statement, "kwargs", {}).get("out")
+        stack = [out] if out is not None else []
+        while stack:
+            node = stack.pop()
+            if hasattr(node, "elts"):  # a tuple of outputs
+                stack.extend(node.elts)
+            elif hasattr(node, "id"):
+                written.add(str(node.id))
+            elif hasattr(node, "value"):  # a slice of an output: out=v[1:-1]
+                stack.append(node.value)
+    return written
+
+
+def read_widths(program: Any) -> dict[str, int]:
+    """Per argument, how many cells beyond the domain it writes the program reads it, by
+    GT4Py's domain inference (cartesian programs whose domains are the program's own
+    arguments, offsets literal; arguments it cannot tell are left out)."""
+    from gt4py.next import common
+    from gt4py.next.iterator.ir_utils import domain_utils
+    from gt4py.next.iterator.transforms import infer_domain, inline_fundefs, inline_lambdas
+
+    try:
+        gtir = program.gtir
+    except Exception:  # noqa: BLE001 - GT4Py cannot lower it without arguments: nothing told
+        return {}
+    gtir = inline_fundefs.prune_unreferenced_fundefs(inline_fundefs.InlineFundefs().visit(gtir))
+    gtir = inline_lambdas.InlineLambdas.apply(gtir, opcount_preserving=True)
+    widths: dict[str, int] = {}
+    for statement in gtir.body:
+        domain = getattr(statement, "domain", None)
+        if domain is None:
+            continue
+        written = domain_utils.SymbolicDomain.from_expr(domain)
+        if written.grid_type != common.GridType.CARTESIAN:
+            continue
+        provider = {d.value: d for d in written.ranges}  # cartesian offsets: the dims
+        try:
+            _, accessed = infer_domain.infer_expr(statement.expr, written, offset_provider=provider)
+        except Exception:  # noqa: BLE001, S112 - one GT4Py cannot infer: the declared width stands
+            continue
+        for name, read in accessed.items():
+            width = _beyond(written, read)
+            if width is not None:
+                widths[str(name)] = max(widths.get(str(name), 0), width)
+    return widths
+
+
+def _beyond(written: Any, read: Any) -> int | None:
+    """How many cells ``read`` (a symbolic domain) reaches beyond ``written`` on any axis;
+    None where the domains are not ``start - k`` / ``stop + k`` of each other."""
+    ranges = getattr(read, "ranges", None)
+    if not isinstance(ranges, dict):
+        return None
+    reach = 0
+    for dim, bounds in ranges.items():
+        if dim not in written.ranges:
+            return None
+        own = written.ranges[dim]
+        low = _offset(own.start, bounds.start)
+        high = _offset(own.stop, bounds.stop)
+        if low is None or high is None:
+            return None
+        reach = max(reach, -low, high)
+    return reach
+
+
+def _offset(base: Any, expr: Any) -> int | None:
+    """``expr - base`` where ``expr`` is ``base``, ``base + k`` or ``base - k`` (k literal)."""
+    if expr == base:
+        return 0
+    fun = getattr(getattr(expr, "fun", None), "id", None)
+    args = getattr(expr, "args", ())
+    if fun in ("plus", "minus") and len(args) == 2 and args[0] == base:
+        value = getattr(args[1], "value", None)
+        try:
+            k = int(value)
+        except (TypeError, ValueError):
+            return None
+        return k if fun == "plus" else -k
+    return None

@@ -1,0 +1,110 @@
+"""``gh.halo`` and ``gh.auto_exchange``: exchanges placed from annotations on GT4Py programs,
+only where a halo is read while stale, with the bits of exchanges placed by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import gt4py.next as gtx
+import numpy as np
+import pytest
+from conftest import load_example
+from mpi4py import MPI
+
+import gt4py_halo as gh
+
+# uneven blocks, GT4Py's default fields padded on some ranks (as in test_compiled_step.py)
+GLOBAL_SHAPE = (44 if MPI.COMM_WORLD.size == 3 else 45, 38)
+CALLS = 3
+
+
+def fields(diffusion: ModuleType, d: gh.CartesianDecomposition) -> list:
+    i, j = np.meshgrid(*(np.arange(s.start, s.stop) for s in d.global_slices), indexing="ij")
+    u = np.zeros(d.allocated_shape)
+    u[d.owned] = diffusion.initial_condition(i, j)
+    return [gtx.as_field([diffusion.I, diffusion.J], a) for a in (u, np.zeros_like(u), u * 0)]
+
+
+def test_exchanges_placed_from_annotations_match_hand_placed_ones(diffusion, comm) -> None:
+    """Diffuse u into v and back, with an energy diagnostic of u (no halo read) between:
+    the one exchange each diffusion needs is placed (the field written before it), none for
+    the diagnostic nor for a halo still valid; the bits are those of the hand-placed run."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+    energy = gh.halo()(diffusion.energy)
+    assert diffuse.writes == {"v"} and energy.writes == {"w"}
+
+    u, v, w = fields(diffusion, d)
+    with gh.auto_exchange(ex) as placed:
+        for _ in range(CALLS):
+            diffuse(u, v, *bounds)
+            energy(u, w, *bounds)
+            diffuse(v, u, *bounds)
+            energy(v, w, *bounds)  # reads v's owned cells only: its valid halo stays valid
+    placed_runs = [(p.program, p.arguments, p.dim) for p in placed.exchanges]
+    assert placed_runs == [("diffusion_step", ("u",), None)] * 2 * CALLS
+
+    hand = fields(diffusion, d)
+    for _ in range(CALLS):
+        ex.exchange(hand[0])
+        diffusion.diffusion_step(hand[0], hand[1], *bounds)
+        diffusion.energy(hand[0], hand[2], *bounds)
+        ex.exchange(hand[1])
+        diffusion.diffusion_step(hand[1], hand[0], *bounds)
+        diffusion.energy(hand[1], hand[2], *bounds)
+    for ours, theirs in zip((u, v, w), hand):
+        np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
+
+
+def test_a_width_smaller_than_the_program_reads_is_refused(diffusion) -> None:
+    with pytest.raises(gh.ProgramError, match="reads u 1 cell"):
+        gh.halo()(diffusion.diffusion_step)
+    with pytest.raises(gh.ProgramError, match="no argument named x"):
+        gh.halo(u=1, x=2)(diffusion.diffusion_step)
+    with pytest.raises(gh.ProgramError, match="must be an int >= 0"):
+        gh.halo(u=-1)
+
+
+def test_a_width_wider_than_the_decomposition_halo_is_refused(diffusion, comm) -> None:
+    """At the call, on every rank, before anything is posted or computed."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    u, v, _ = fields(diffusion, d)
+    before = v.asnumpy().copy()
+    with (
+        gh.auto_exchange(ex) as placed,
+        pytest.raises(gh.ProgramError, match="reads u 2 cell.*halo is 1 wide"),
+    ):
+        gh.halo(u=2)(diffusion.diffusion_step)(u, v, *bounds)
+    assert not placed.exchanges
+    np.testing.assert_array_equal(v.asnumpy(), before)
+
+
+def test_unstructured_exchanges_placed_per_dim(comm) -> None:
+    """The ICON-like step of ``examples/unstructured_step.py`` (cells to edges through E2C,
+    back through C2E) from annotations: a cell exchange before the first program, an edge
+    exchange before the second, every step; the bits of the hand-placed exchanges."""
+    example = load_example(Path(__file__).resolve().parents[2] / "examples/unstructured_step.py")
+    example.compile_stencils(comm)
+    mesh = example.local_mesh(12, 8, comm.rank, comm.size)
+    ex = gh.make_exchange(mesh.decomposition(comm))
+    to_edges = gh.halo(c=1)(example.interpolate_to_edges)
+    to_cells = gh.halo(e=1)(example.average_from_edges)
+    provider = mesh.offset_provider()
+    zero, c1, e1 = (gtx.int32(n) for n in (0, mesh.owned_cells, mesh.owned_edges))
+
+    def annotated(c, e, c_new) -> None:
+        to_edges(c, e, zero, e1, offset_provider=provider)
+        to_cells(c, e, c_new, zero, c1, offset_provider=provider)
+
+    with gh.auto_exchange(ex) as placed:
+        ours = example.run(annotated, mesh, CALLS)
+    once = [("interpolate_to_edges", ("c",), "cell"), ("average_from_edges", ("e",), "edge")]
+    assert [(p.program, p.arguments, p.dim) for p in placed.exchanges] == once * CALLS
+    hand = example.run(example.make_step(mesh, comm).from_python, mesh, CALLS)
+    for a, b in zip(ours, hand):
+        np.testing.assert_array_equal(a, b)
