@@ -7,10 +7,11 @@ into exchange plans; ``make_exchange`` builds a runtime exchange over a transpor
 
 __version__ = "0.1.0"
 
-from gt4py_halo.gt4py_support import use_compile_threads
+from gt4py_halo.gt4py_support import quiet_library_reloads, use_compile_threads
 
 # before any GT4Py compilation: under mpirun, gt4py's default spawn pool cannot start
 use_compile_threads()
+quiet_library_reloads()
 
 from gt4py_halo.annotations import auto_exchange, halo
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition

@@ -98,6 +98,18 @@ _LOCAL_RANK = ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
 _warned = False
 
 
+def quiet_library_reloads() -> None:
+    """DaCe loads a library this process has loaded already (a step made twice, GT4Py loading
+    a program again) from a copy, so that each keeps state of its own, and warns that it does:
+    expected, so that one message is ignored, process-wide (from ``import gt4py_halo`` on)."""
+    warnings.filterwarnings(
+        "ignore",
+        message="Library .* already loaded, renaming file",
+        category=UserWarning,
+        module="dace.codegen.compiled_sdfg",
+    )
+
+
 def warn_if_oversubscribed() -> None:
     """Warn once per node (on its first rank) if its ranks would run more OpenMP threads
     than it has cores. Reads the environment only: no MPI call, so any rank may call it."""

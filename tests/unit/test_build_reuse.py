@@ -93,12 +93,10 @@ def test_a_step_parsed_again_lowers_to_the_same_build():
 
 TWICE = textwrap.dedent(
     """
-    import warnings
     import numpy as np
     from mpi4py import MPI
     import gt4py_halo as gh
 
-    warnings.simplefilter("always")  # every warning shows, once per call site or not
     d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
     ex = gh.make_exchange(d, backend="mpi")
 
@@ -119,10 +117,15 @@ TWICE = textwrap.dedent(
 
 def test_a_build_loaded_twice_in_one_process_says_nothing(tmp_path):
     """The same step made twice: its build is loaded twice (DaCe loads the second from a copy
-    of the library, so that each keeps its own state) without DaCe's warning about it."""
+    of the library, so that each keeps its own state) without DaCe's warning about it, even
+    where every warning shows (``-W always``)."""
     (tmp_path / "twice.py").write_text(TWICE)
     done = subprocess.run(
-        [sys.executable, "twice.py"], cwd=tmp_path, capture_output=True, text=True, check=True
+        [sys.executable, "-W", "always", "twice.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     first, second = done.stdout.split()
     assert first == second

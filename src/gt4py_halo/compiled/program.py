@@ -25,7 +25,7 @@ import json
 import logging
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -169,8 +169,7 @@ class Program:
             folder = self._binaries[key]
             _, _, exchanged, renames, timers = self._lower(values, layouts)
             _check_exchanged(self._dace_program.argnames, values, exchanged)
-            with _copies_loaded_quietly():
-                compiled = load_precompiled_sdfg(folder)
+            compiled = load_precompiled_sdfg(folder)
         else:
             arrive(self._comm, repr(self.__name__))
             self._check_layouts_agree(values, layouts)
@@ -188,7 +187,6 @@ class Program:
             with (
                 codegen_config(self._device),
                 dace.config.set_temporary("compiler", "use_cache", value=True),
-                _copies_loaded_quietly(),
             ):
                 compiled = build_on_root(
                     self._comm,
@@ -345,16 +343,6 @@ def build_digest(sdfg: dace.SDFG) -> str:
         default=str,
     )
     return hashlib.sha256((sdfg.hash_sdfg() + toolchain).encode()).hexdigest()[:16]
-
-
-@contextlib.contextmanager
-def _copies_loaded_quietly() -> Iterator[None]:
-    """DaCe loads a build that this process has loaded already (another instance of a step, a
-    step defined twice) from a copy of its library, so that each instance keeps state of its
-    own, and warns that it does so: expected, not the user's concern."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Library .* already loaded, renaming file")
-        yield
 
 
 #: DaCe's warnings for what it does not compile: a ``raise`` (``preprocessing.visit_Raise``)
