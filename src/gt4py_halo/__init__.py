@@ -23,10 +23,11 @@ from gt4py_halo.errors import (
     DecompositionError,
     FieldError,
     HaloError,
+    ProfileError,
     ProgramError,
     RanksDisagreeError,
 )
-from gt4py_halo.profiling import ProfileError, profile
+from gt4py_halo.profiling import profile
 from gt4py_halo.runtime.exchange import Exchange, ExchangeHandle
 
 

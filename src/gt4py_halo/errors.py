@@ -31,6 +31,11 @@ class ProgramError(HaloError, ValueError):
     exchange started and never finished, more exchanges than MPI has message tags."""
 
 
+class ProfileError(HaloError, RuntimeError):
+    """A profile (``gh.profile``) that cannot be taken as asked: no folder configured, or one
+    already on."""
+
+
 class RanksDisagreeError(HaloError, RuntimeError):
     """Ranks that must agree do not: the error says what differs, and is raised on every rank
     of the communicator, before anything is posted."""

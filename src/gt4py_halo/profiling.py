@@ -46,7 +46,7 @@ from typing import Any, Self
 from mpi4py import MPI
 
 from gt4py_halo.config import profile_and_source
-from gt4py_halo.errors import BackendUnavailableError, HaloError
+from gt4py_halo.errors import BackendUnavailableError, ProfileError
 
 #: The profile in progress on this process, or None: what the exchanges test.
 recorder: Recorder | None = None
@@ -113,14 +113,13 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
     takes the configured folder (``GT4PY_HALO_PROFILE``, ``[tool.gt4py_halo] profile``)."""
 
     def __init__(self, folder: str | os.PathLike | None = None, comm: MPI.Comm | None = None):
-        path, source = profile_and_source(folder)
+        path, _ = profile_and_source(folder)
         if path is None:
             raise ProfileError(
                 "gh.profile() needs a folder: gh.profile('profiles/run1'), or "
                 "GT4PY_HALO_PROFILE, or [tool.gt4py_halo] profile in pyproject.toml"
             )
         self.folder = Path(path).absolute()  # where the run started, whatever it does
-        self.source = source
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self._tracer: Any = None
         self._began = 0.0
@@ -161,10 +160,6 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
                 json.dump(merged, f)
             (self.folder / "summary.txt").write_text(summary(merged))
         self.comm.barrier()  # the files are there when the profile has ended
-
-
-class ProfileError(HaloError, RuntimeError):
-    """A profile that cannot be taken as asked."""
 
 
 def merge(per_rank: Iterable[tuple[list[dict], float]]) -> dict:
