@@ -8,8 +8,9 @@ programs the widths it reads are inferred too (GT4Py's own domain inference over
 each argument's accessed domain against the domain written): a declared width smaller than
 that is a ``gh.ProgramError`` at decoration, never a silent stale halo. Where GT4Py's
 inference cannot tell (unstructured programs, offsets that are no literals), the declared
-width is taken as it is. An unstructured field's dim is the dim of the decomposition that its
-GT4Py domain has (by name, in any case: GT4Py's ``Cell`` is the dim ``cell``).
+width is taken as it is. An unstructured argument's dim is the dim of the decomposition that
+its type in the program's signature has (by name, in any case: GT4Py's ``Cell`` is the dim
+``cell``).
 
 Inside ``with gh.auto_exchange(ex) as placed:`` calls of annotated programs exchange lazily:
 each field's halo is valid after an exchange and stale once a program writes it (a field seen
@@ -20,8 +21,8 @@ a field whose halo is still valid is not exchanged again. ``placed`` records eac
 decomposition's halo is a ``gh.ProgramError`` at that call, before anything is posted. Fields
 are tracked by identity, without keeping them alive.
 
-Exchanges inside ``@gh.program`` steps are still placed by hand: an annotated program called
-there is the program itself.
+In ``@gh.program(exchange=ex)`` steps the same rules place exchanges in the step's code
+(``compiled/placement.py``); in other steps an annotated program is the program itself.
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ class Annotated:
         self.program = program
         self.name = past.id
         self.params = [str(p.id) for p in past.params]
+        #: The dims of each field argument, by the program's signature.
+        self.param_dims = {
+            str(p.id): tuple(d.value for d in p.type.dims)
+            for p in past.params
+            if hasattr(getattr(p, "type", None), "dims")
+        }
         unknown = sorted(set(widths) - set(self.params))
         if unknown:
             raise ProgramError(f"gh.halo on {self.name}: no argument named {', '.join(unknown)}")
@@ -119,7 +126,8 @@ class Tracker:
             field = bound.get(name)
             if width == 0 or field is None:
                 continue
-            dim = self._dim_of(program, name, field, width)
+            cartesian_width_check(self._decomposition, program.name, name, width)
+            dim = dim_of_param(self._decomposition, program, name)
             if not self._is_valid(field):
                 stale.setdefault(dim, []).append((name, field))
         for dim, fields in stale.items():
@@ -143,29 +151,34 @@ class Tracker:
 
         return forget
 
-    def _dim_of(self, program: Annotated, name: str, field: Any, width: int) -> str | None:
-        d = self._decomposition
-        dims = getattr(d, "dims", None)
-        if dims is None:  # cartesian: one dim, halo widths per axis
-            narrowest = min(min(lo, hi) for lo, hi in d.halo if lo or hi)
-            if width > narrowest:
-                raise ProgramError(
-                    f"{program.name} reads {name} {width} cell(s) into its halo; the "
-                    f"decomposition's halo is {narrowest} wide"
-                )
-            return None
-        named = {name.lower(): name for name in dims}  # GT4Py's "Cell" is the dim "cell" too
-        found = [
-            named[dim.value.lower()]
-            for dim in getattr(getattr(field, "domain", None), "dims", ())
-            if dim.value.lower() in named
-        ]
-        if len(found) != 1:
-            raise ProgramError(
-                f"{program.name}: argument {name} has no (or more than one) dim of the "
-                f"decomposition ({', '.join(dims)}) to exchange"
-            )
-        return found[0]
+
+def cartesian_width_check(decomposition: Any, program: str, name: str, width: int) -> None:
+    """A ``ProgramError`` if ``width`` is wider than a cartesian decomposition's halo."""
+    if getattr(decomposition, "dims", None) is not None:
+        return  # unstructured: a width above 0 needs the dim's halo, whatever it holds
+    narrowest = min(min(lo, hi) for lo, hi in decomposition.halo if lo or hi)
+    if width > narrowest:
+        raise ProgramError(
+            f"{program} reads {name} {width} cell(s) into its halo; the decomposition's "
+            f"halo is {narrowest} wide"
+        )
+
+
+def dim_of_param(decomposition: Any, program: Annotated, name: str) -> str | None:
+    """The decomposition's dim that argument ``name`` of ``program`` is exchanged along:
+    None for a cartesian decomposition; else the one dim of the argument's type (by name, in
+    any case: GT4Py's ``Cell`` is the dim ``cell``) that the decomposition has."""
+    dims = getattr(decomposition, "dims", None)
+    if dims is None:
+        return None
+    named = {dim.lower(): dim for dim in dims}
+    found = [named[d.lower()] for d in program.param_dims.get(name, ()) if d.lower() in named]
+    if len(found) != 1:
+        raise ProgramError(
+            f"{program.name}: argument {name} has no (or more than one) dim of the "
+            f"decomposition ({', '.join(dims)}) to exchange"
+        )
+    return found[0]
 
 
 @contextlib.contextmanager

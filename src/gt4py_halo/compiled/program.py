@@ -46,6 +46,7 @@ from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
+from gt4py_halo.compiled.placement import PlacedInStep, place_exchanges
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
 from gt4py_halo.compiled.timers import add_timers, drain
@@ -70,6 +71,7 @@ class Program:
         copy_maps: str | None = None,
         pack_in_producers: bool | None = None,
         in_place_min_bytes: int | None = IN_PLACE_MIN_BYTES,
+        exchange: Any = None,
     ) -> None:
         if device not in ("cpu", "gpu"):
             raise ProgramError(f"device must be 'cpu' or 'gpu', got {device!r}")
@@ -82,6 +84,9 @@ class Program:
                 f"in_place_min_bytes must be a positive int or None, got {in_place_min_bytes!r}"
             )
         functools.update_wrapper(self, function)
+        self._placed: list[PlacedInStep] = []
+        if exchange is not None:  # exchanges placed from the programs' halo annotations
+            function, self._placed = place_exchanges(function, exchange)
         self._comm = comm if comm is not None else MPI.COMM_WORLD
         self._device = device
         self._copy_maps = copy_maps or ("arena" if device == "gpu" else "direction")
@@ -140,6 +145,11 @@ class Program:
         if not lowered:
             return self._parse(values, layouts)
         return copy.deepcopy(self._lower(values, layouts)[0])
+
+    def exchange_report(self) -> list[PlacedInStep]:
+        """The exchanges ``exchange=`` placed in the step, in the order of its code
+        (``compiled/placement.py``); ``str()`` of each says where and what."""
+        return list(self._placed)
 
     def fusion_report(self, *args: Any) -> FusionReport:
         """Which exchange copy maps the pipeline fused for a call with ``args``."""
@@ -361,6 +371,7 @@ def program(
     copy_maps: str | None = None,
     pack_in_producers: bool | None = None,
     in_place_min_bytes: int | None = IN_PLACE_MIN_BYTES,
+    exchange: Any = None,
 ) -> Any:
     """Decorate a step of GT4Py programs and ``ex.exchange`` calls to compile it as one SDFG.
 
@@ -379,6 +390,9 @@ def program(
     runs of at least this many bytes (at most ``in_place.MAX_RUNS`` per field) go from field
     to field as MPI messages of their own instead of through the arenas; ``None``: never
     (``compiled/in_place.py``).
+    ``exchange``: an exchange (``gh.make_exchange``) to place exchanges with, before the calls
+    of ``gh.halo`` programs that read stale halos (``compiled/placement.py``;
+    ``step.exchange_report()`` lists them); exchanges written by hand stay as they are.
     """
     if function is None:
         return functools.partial(
@@ -388,8 +402,11 @@ def program(
             copy_maps=copy_maps,
             pack_in_producers=pack_in_producers,
             in_place_min_bytes=in_place_min_bytes,
+            exchange=exchange,
         )
-    return Program(function, comm, device, copy_maps, pack_in_producers, in_place_min_bytes)
+    return Program(
+        function, comm, device, copy_maps, pack_in_producers, in_place_min_bytes, exchange
+    )
 
 
 def codegen_config(device: str) -> contextlib.AbstractContextManager:

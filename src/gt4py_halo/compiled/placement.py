@@ -1,0 +1,228 @@
+"""Exchanges placed in a compiled step from the halo annotations of the GT4Py programs it
+calls: ``@gh.program(exchange=ex)``.
+
+Before DaCe parses the step, its source is rewritten: an exchange (``ex.exchange(...)``) is
+inserted before each call of a ``gh.halo`` program that reads the halo of a field whose halo
+may be stale there, all such fields of the call in one exchange per dim. Which halos are valid
+is a forward analysis over the step's statements, the same rules as ``gh.auto_exchange``
+applied to the code instead of to a run:
+
+- an exchange (placed, or written by hand: ``ex.exchange(a)``, ``h = ex.start(a)`` ...
+  ``h.finish()``) makes its fields' halos valid: hand-placed exchanges are never duplicated;
+- an annotated program makes what it writes (its ``out=``) stale; any other statement that
+  may write a name (an assignment to it or into it, a call that is not an annotated program
+  or an exchange, which gets it as an argument) makes it stale, conservatively;
+- a loop's body starts from what is valid both before the loop and after its body (repeated
+  until that holds); after ``if``/``else`` only what both branches leave valid is valid;
+- fields the step has not exchanged yet count as stale at its start.
+
+So every halo a program reads is valid, whatever path the step takes; an exchange is placed
+only where the analysis cannot show the halo valid. Fields are the step's own names (its
+arguments and variables); a program called with an expression for an argument whose halo it
+reads is a ``gh.ProgramError``. ``Program.exchange_report()`` lists what was placed.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import dataclasses
+import inspect
+import linecache
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from gt4py_halo.annotations import Annotated, cartesian_width_check, dim_of_param
+from gt4py_halo.errors import ProgramError
+
+#: The name the rewritten step calls its placed exchanges through.
+EXCHANGE_NAME = "__gt4py_halo_placed_exchange"
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacedInStep:
+    """One exchange placed in a step: before which program call (line of the step's source),
+    of which fields, along which dim."""
+
+    line: int
+    program: str
+    fields: tuple[str, ...]
+    dim: str | None
+
+    def __str__(self) -> str:
+        dim = "" if self.dim is None else f", dim={self.dim!r}"
+        return f"line {self.line}: exchange({', '.join(self.fields)}{dim}) before {self.program}"
+
+
+def place_exchanges(
+    function: Callable[..., None], exchange: Any
+) -> tuple[Callable[..., None], list[PlacedInStep]]:
+    """``function`` with exchanges placed from annotations, and what was placed."""
+    source = textwrap.dedent(inspect.getsource(function))
+    tree = ast.parse(source)
+    definition = tree.body[0]
+    if not isinstance(definition, ast.FunctionDef):
+        raise ProgramError(f"gh.program(exchange=...) takes a function, not {function!r}")
+    definition.decorator_list = []
+    names = _namespace(function)
+    placer = _Placer(names, exchange, function.__code__.co_firstlineno - 1)
+    definition.body, _ = placer.block(definition.body, frozenset())
+    ast.fix_missing_locations(tree)
+    text = ast.unparse(tree) + "\n"
+    filename = f"<gt4py_halo: {function.__qualname__}, exchanges placed>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    namespace = dict(names)
+    namespace[EXCHANGE_NAME] = exchange
+    exec(compile(text, filename, "exec"), namespace)  # noqa: S102 - the user's own step
+    placed = namespace[definition.name]
+    placed.__module__ = function.__module__
+    placed.__qualname__ = function.__qualname__
+    return placed, placer.placed
+
+
+def _namespace(function: Callable[..., None]) -> dict[str, Any]:
+    """What the step's names refer to: its globals, then its closure."""
+    names = dict(function.__globals__)
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        names[name] = cell.cell_contents
+    return names
+
+
+class _Placer:
+    def __init__(self, names: dict[str, Any], exchange: Any, first_line: int) -> None:
+        self._names = names
+        self._exchange = exchange
+        self._first_line = first_line
+        self._handles: dict[str, frozenset[str]] = {}  # split exchanges in flight, by handle
+        self.placed: list[PlacedInStep] = []
+
+    def block(self, statements: list[ast.stmt], valid: frozenset[str]) -> tuple[list, frozenset]:
+        """The statements with exchanges placed, and what is valid after them."""
+        out: list[ast.stmt] = []
+        for statement in statements:
+            placed, valid = self._statement(statement, valid)
+            out += placed
+        return out, valid
+
+    def _statement(self, statement: ast.stmt, valid: frozenset[str]) -> tuple[list, frozenset]:
+        if isinstance(statement, (ast.For, ast.While)):
+            return self._loop(statement, valid)
+        if isinstance(statement, ast.If):
+            statement.body, after_body = self.block(statement.body, valid)
+            statement.orelse, after_else = self.block(statement.orelse, valid)
+            return [statement], after_body & after_else
+        call = statement.value if isinstance(statement, (ast.Expr, ast.Assign)) else None
+        if isinstance(call, ast.Call):
+            annotated = self._resolve(call.func)
+            if isinstance(annotated, Annotated):
+                return self._annotated_call(statement, call, annotated, valid)
+            exchanged = self._exchange_call(statement, call)
+            if exchanged is not None:
+                return [statement], valid | exchanged
+        return [statement], valid - _written_names(statement)
+
+    def _loop(self, loop: ast.For | ast.While, valid: frozenset[str]) -> tuple[list, frozenset]:
+        body = loop.body
+        head = valid
+        while True:  # what is valid at the head: before the loop and after the body
+            handles, placed = dict(self._handles), len(self.placed)
+            new_body, after = self.block([copy.deepcopy(s) for s in body], head)
+            if head <= after:
+                break
+            head = head & after
+            self._handles = handles  # the body again, from the narrower head
+            del self.placed[placed:]
+        loop.body = new_body
+        loop.orelse, after_else = self.block(loop.orelse, head)
+        return [loop], head & after_else
+
+    def _annotated_call(
+        self, statement: ast.stmt, call: ast.Call, program: Annotated, valid: frozenset[str]
+    ) -> tuple[list, frozenset]:
+        arguments = _arguments(call, program.params)
+        stale: dict[str | None, list[str]] = {}
+        for param, width in program.widths.items():
+            if width == 0 or param not in arguments:
+                continue
+            argument = arguments[param]
+            if not isinstance(argument, ast.Name):
+                raise ProgramError(
+                    f"line {self._line(statement)}: {program.name} reads the halo of its "
+                    f"argument {param}, given as an expression: pass a field by name, or "
+                    "place that exchange by hand"
+                )
+            decomposition = self._exchange.decomposition
+            cartesian_width_check(decomposition, program.name, param, width)
+            if argument.id not in valid:
+                dim = dim_of_param(decomposition, program, param)
+                stale.setdefault(dim, []).append(argument.id)
+        placed = []
+        for dim, fields in stale.items():
+            keyword = "" if dim is None else f", dim={dim!r}"
+            code = f"{EXCHANGE_NAME}.exchange({', '.join(fields)}{keyword})"
+            placed.append(ast.parse(code).body[0])
+            self.placed.append(
+                PlacedInStep(self._line(statement), program.name, tuple(fields), dim)
+            )
+            valid = valid | set(fields)
+        written = {
+            a.id for p, a in arguments.items() if p in program.writes and isinstance(a, ast.Name)
+        }
+        if any(p in program.writes and not isinstance(a, ast.Name) for p, a in arguments.items()):
+            written |= _names_in(call)  # writes through an expression: whatever it names
+        return [*placed, statement], valid - written
+
+    def _exchange_call(self, statement: ast.stmt, call: ast.Call) -> frozenset[str] | None:
+        """The fields an exchange written by hand makes valid (a blocking one, or a split
+        one's finish), or None if ``call`` is none."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return None
+        if func.attr == "finish" and isinstance(func.value, ast.Name):
+            return self._handles.pop(func.value.id, None)
+        owner = self._resolve(func.value)
+        if func.attr not in ("exchange", "start") or not hasattr(owner, "decomposition"):
+            return None
+        fields = frozenset(a.id for a in call.args if isinstance(a, ast.Name))
+        if func.attr == "exchange":
+            return fields
+        if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name):
+            self._handles[statement.targets[0].id] = fields
+        return frozenset()  # valid at the finish
+
+    def _resolve(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Name):
+            return self._names.get(node.id, getattr(builtins, node.id, None))
+        if isinstance(node, ast.Attribute):
+            owner = self._resolve(node.value)
+            return getattr(owner, node.attr, None) if owner is not None else None
+        return None
+
+    def _line(self, statement: ast.stmt) -> int:
+        return self._first_line + statement.lineno
+
+
+def _arguments(call: ast.Call, params: list[str]) -> dict[str, ast.expr]:
+    bound = dict(zip(params, call.args))
+    bound.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    return bound
+
+
+def _written_names(statement: ast.stmt) -> frozenset[str]:
+    """The names ``statement`` may write: assigned to or into, or passed to a call."""
+    written: set[str] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                written |= _names_in(target)
+        elif isinstance(node, ast.Call):
+            for argument in [*node.args, *(k.value for k in node.keywords)]:
+                written |= _names_in(argument)
+    return frozenset(written)
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

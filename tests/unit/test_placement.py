@@ -1,0 +1,95 @@
+"""Where ``@gh.program(exchange=ex)`` places exchanges in a step's code (no build: the report
+of the placement, which the step then compiles; tests/mpi/test_annotations.py runs one)."""
+
+from __future__ import annotations
+
+import pytest
+from mpi4py import MPI
+from test_gt4py_translations import example
+
+import gt4py_halo as gh
+
+
+@pytest.fixture(scope="module")
+def programs():
+    """The demo's programs, annotated: diffusion reads u's halo, energy none."""
+    module = example("diffusion_2d")
+    return gh.halo(u=1)(module.diffusion_step), gh.halo()(module.energy)
+
+
+@pytest.fixture(scope="module")
+def ex():
+    return gh.make_exchange(gh.CartesianDecomposition((8, 6), halo=1, comm=MPI.COMM_SELF))
+
+
+def placed(function, ex) -> list[tuple[str, tuple[str, ...]]]:
+    step = gh.program(comm=MPI.COMM_SELF, exchange=ex)(function)
+    return [(p.program, p.fields) for p in step.exchange_report()]
+
+
+def test_both_branches_must_leave_a_halo_valid(programs, ex) -> None:
+    diffuse, _ = programs
+
+    def step(u, v, flag, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)  # u first seen: placed
+        if flag:
+            diffuse(v, u, i0, i1, j0, j1)  # v written: placed; u written
+        else:
+            ex.exchange(v)
+        diffuse(u, v, i0, i1, j0, j1)  # u stale after one branch: placed
+
+    assert placed(step, ex) == [
+        ("diffusion_step", ("u",)),
+        ("diffusion_step", ("v",)),
+        ("diffusion_step", ("u",)),
+    ]
+
+
+def test_hand_placed_split_exchanges_count_at_their_finish(programs, ex) -> None:
+    diffuse, energy = programs
+
+    def step(u, v, w, i0, i1, j0, j1):
+        h = ex.start(u)
+        energy(u, w, i0, i1, j0, j1)  # reads no halo
+        h.finish()
+        diffuse(u, v, i0, i1, j0, j1)  # valid since the finish: nothing placed
+
+    assert placed(step, ex) == []
+
+
+def test_other_writes_make_halos_stale(programs, ex) -> None:
+    diffuse, _ = programs
+
+    def step(u, v, i0, i1, j0, j1):
+        ex.exchange(u)
+        u[1:3, 1:3] = 0.0  # written by an assignment
+        diffuse(u, v, i0, i1, j0, j1)
+        ex.exchange(u)
+        scale(u)  # passed to a call that is no annotated program: may write it
+        diffuse(u, v, i0, i1, j0, j1)
+
+    assert placed(step, ex) == [("diffusion_step", ("u",))] * 2
+
+
+def scale(a):
+    a *= 2.0
+
+
+def test_an_expression_whose_halo_is_read_is_refused(programs, ex) -> None:
+    diffuse, _ = programs
+
+    def step(fields, v, i0, i1, j0, j1):
+        diffuse(fields[0], v, i0, i1, j0, j1)
+
+    with pytest.raises(gh.ProgramError, match="reads the halo of its argument u, given as an"):
+        placed(step, ex)
+
+
+def test_a_width_wider_than_the_halo_is_refused(programs, ex) -> None:
+    wide = gh.halo(u=2)(programs[0].program)
+
+    def step(u, v, i0, i1, j0, j1):
+        wide(u, v, i0, i1, j0, j1)
+
+    with pytest.raises(gh.ProgramError, match="reads u 2 cell.*halo is 1 wide"):
+        placed(step, ex)
