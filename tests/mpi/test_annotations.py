@@ -47,16 +47,23 @@ def test_exchanges_placed_from_annotations_match_hand_placed_ones(diffusion, com
     placed_runs = [(p.program, p.arguments, p.dim) for p in placed.exchanges]
     assert placed_runs == [("diffusion_step", ("u",), None)] * 2 * CALLS
 
-    hand = fields(diffusion, d)
-    for _ in range(CALLS):
-        ex.exchange(hand[0])
-        diffusion.diffusion_step(hand[0], hand[1], *bounds)
-        diffusion.energy(hand[0], hand[2], *bounds)
-        ex.exchange(hand[1])
-        diffusion.diffusion_step(hand[1], hand[0], *bounds)
-        diffusion.energy(hand[1], hand[2], *bounds)
-    for ours, theirs in zip((u, v, w), hand):
+    for ours, theirs in zip((u, v, w), hand_placed(diffusion, d, ex, bounds, energy_of_v=True)):
         np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
+
+
+def hand_placed(diffusion: ModuleType, d, ex, bounds, energy_of_v: bool) -> list:
+    """``CALLS`` times: diffuse u into v, energy of u, diffuse v back into u (then energy of v
+    if ``energy_of_v``), each exchange placed by hand; the fields ``u, v, w`` at the end."""
+    u, v, w = fields(diffusion, d)
+    for _ in range(CALLS):
+        ex.exchange(u)
+        diffusion.diffusion_step(u, v, *bounds)
+        diffusion.energy(u, w, *bounds)
+        ex.exchange(v)
+        diffusion.diffusion_step(v, u, *bounds)
+        if energy_of_v:
+            diffusion.energy(v, w, *bounds)
+    return [u, v, w]
 
 
 def test_a_width_smaller_than_the_program_reads_is_refused(diffusion) -> None:
@@ -134,12 +141,5 @@ def test_compiled_step_with_exchanges_placed_from_annotations(diffusion, comm) -
     u, v, w = fields(diffusion, d)
     looped(u, v, w, *bounds)
 
-    hand = fields(diffusion, d)
-    for _ in range(CALLS):
-        ex.exchange(hand[0])
-        diffusion.diffusion_step(hand[0], hand[1], *bounds)
-        diffusion.energy(hand[0], hand[2], *bounds)
-        ex.exchange(hand[1])
-        diffusion.diffusion_step(hand[1], hand[0], *bounds)
-    for ours, theirs in zip((u, v, w), hand):
+    for ours, theirs in zip((u, v, w), hand_placed(diffusion, d, ex, bounds, energy_of_v=False)):
         np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
