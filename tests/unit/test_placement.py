@@ -93,3 +93,20 @@ def test_a_width_wider_than_the_halo_is_refused(programs, ex) -> None:
 
     with pytest.raises(gh.ProgramError, match="reads u 2 cell.*halo is 1 wide"):
         placed(step, ex)
+
+
+def test_an_exchange_starts_right_after_the_last_write(programs, ex) -> None:
+    """Split: started after the call that wrote v, finished before the one that reads its
+    halo; the energy diagnostic between overlaps the messages."""
+    diffuse, energy = programs
+
+    def step(u, v, w, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)
+        energy(u, w, i0, i1, j0, j1)
+        diffuse(v, u, i0, i1, j0, j1)
+
+    made = gh.program(comm=MPI.COMM_SELF, exchange=ex)(step)
+    first, second = made.exchange_report()
+    assert (first.fields, first.started) == (("u",), None)
+    assert second.fields == ("v",) and second.started == first.line
+    assert second.line == first.line + 2

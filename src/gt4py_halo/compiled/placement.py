@@ -16,6 +16,11 @@ applied to the code instead of to a run:
   until that holds); after ``if``/``else`` only what both branches leave valid is valid;
 - fields the step has not exchanged yet count as stale at its start.
 
+Where every field of an exchange was last written in the same block as the read, the exchange
+is split: started right after that write, finished right before the read, so that the work
+between (which neither writes those fields nor reads their halos, or the analysis would have
+placed or moved it) overlaps the messages. Otherwise it is blocking, right before the read.
+
 So every halo a program reads is valid, whatever path the step takes; an exchange is placed
 only where the analysis cannot show the halo valid. Fields are the step's own names (its
 arguments and variables); a program called with an expression for an argument whose halo it
@@ -44,16 +49,34 @@ EXCHANGE_NAME = "__gt4py_halo_placed_exchange"
 @dataclasses.dataclass(frozen=True)
 class PlacedInStep:
     """One exchange placed in a step: before which program call (line of the step's source),
-    of which fields, along which dim."""
+    of which fields, along which dim; ``started``: the line after which it is started (split
+    phase: the fields' last write is in the same block), or None (blocking, before the
+    call)."""
 
     line: int
     program: str
     fields: tuple[str, ...]
     dim: str | None
+    started: int | None = None
 
     def __str__(self) -> str:
         dim = "" if self.dim is None else f", dim={self.dim!r}"
-        return f"line {self.line}: exchange({', '.join(self.fields)}{dim}) before {self.program}"
+        exchange = f"line {self.line}: exchange({', '.join(self.fields)}{dim})"
+        if self.started is None:
+            return f"{exchange} before {self.program}"
+        return f"{exchange} started after line {self.started}, finished before {self.program}"
+
+
+@dataclasses.dataclass
+class _Block:
+    """A block's statements so far and, per name, the index of the one that last wrote it."""
+
+    out: list[ast.stmt] = dataclasses.field(default_factory=list)
+    writers: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def insert(self, index: int, statement: ast.stmt) -> None:
+        self.out.insert(index, statement)
+        self.writers = {n: i + (i >= index) for n, i in self.writers.items()}
 
 
 def place_exchanges(
@@ -100,13 +123,20 @@ class _Placer:
 
     def block(self, statements: list[ast.stmt], valid: frozenset[str]) -> tuple[list, frozenset]:
         """The statements with exchanges placed, and what is valid after them."""
-        out: list[ast.stmt] = []
+        block = _Block()
         for statement in statements:
-            placed, valid = self._statement(statement, valid)
-            out += placed
-        return out, valid
+            placed, after = self._statement(statement, valid, block)
+            block.out += placed
+            for name in valid - after:  # written by it: the statement last writing the name
+                block.writers[name] = len(block.out) - 1
+            for name in _written_names(statement) - after:
+                block.writers[name] = len(block.out) - 1
+            valid = after
+        return block.out, valid
 
-    def _statement(self, statement: ast.stmt, valid: frozenset[str]) -> tuple[list, frozenset]:
+    def _statement(
+        self, statement: ast.stmt, valid: frozenset[str], block: _Block
+    ) -> tuple[list, frozenset]:
         if isinstance(statement, (ast.For, ast.While)):
             return self._loop(statement, valid)
         if isinstance(statement, ast.If):
@@ -117,7 +147,7 @@ class _Placer:
         if isinstance(call, ast.Call):
             annotated = self._resolve(call.func)
             if isinstance(annotated, Annotated):
-                return self._annotated_call(statement, call, annotated, valid)
+                return self._annotated_call(statement, call, annotated, valid, block)
             exchanged = self._exchange_call(statement, call)
             if exchanged is not None:
                 return [statement], valid | exchanged
@@ -139,7 +169,12 @@ class _Placer:
         return [loop], head & after_else
 
     def _annotated_call(
-        self, statement: ast.stmt, call: ast.Call, program: Annotated, valid: frozenset[str]
+        self,
+        statement: ast.stmt,
+        call: ast.Call,
+        program: Annotated,
+        valid: frozenset[str],
+        block: _Block,
     ) -> tuple[list, frozenset]:
         arguments = _arguments(call, program.params)
         stale: dict[str | None, list[str]] = {}
@@ -161,10 +196,21 @@ class _Placer:
         placed = []
         for dim, fields in stale.items():
             keyword = "" if dim is None else f", dim={dim!r}"
-            code = f"{EXCHANGE_NAME}.exchange({', '.join(fields)}{keyword})"
-            placed.append(ast.parse(code).body[0])
+            arguments_code = f"{', '.join(fields)}{keyword}"
+            writers = [block.writers.get(f) for f in fields]
+            if None in writers:  # not all written in this block: exchanged here, blocking
+                code = f"{EXCHANGE_NAME}.exchange({arguments_code})"
+                placed.append(ast.parse(code).body[0])
+                started = None
+            else:  # started right after the last write, finished here: the work between
+                handle = f"__gt4py_halo_placed_{len(self.placed)}"  # overlaps the messages
+                after = max(writers)
+                start = ast.parse(f"{handle} = {EXCHANGE_NAME}.start({arguments_code})")
+                block.insert(after + 1, start.body[0])
+                placed.append(ast.parse(f"{handle}.finish()").body[0])
+                started = self._line(block.out[after])
             self.placed.append(
-                PlacedInStep(self._line(statement), program.name, tuple(fields), dim)
+                PlacedInStep(self._line(statement), program.name, tuple(fields), dim, started)
             )
             valid = valid | set(fields)
         written = {
