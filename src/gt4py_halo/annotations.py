@@ -58,11 +58,13 @@ class Annotated:
     as the program, exchanging first inside ``gh.auto_exchange``."""
 
     def __init__(self, program: Any, widths: dict[str, int]) -> None:
-        past = getattr(getattr(program, "past_stage", None), "past_node", None)
+        # a GT4Py program, or one bound to neighbour tables (``NeighbourTables.bind``)
+        gt4py_program = getattr(program, "gt4py_program", program)
+        past = getattr(getattr(gt4py_program, "past_stage", None), "past_node", None)
         if past is None:
             raise ProgramError(f"gh.halo annotates GT4Py programs (@gtx.program), not {program!r}")
         self.program = program
-        self.name = past.id
+        self.name = str(past.id)
         self.params = [str(p.id) for p in past.params]
         #: The dims of each field argument, by the program's signature.
         self.param_dims = {
@@ -76,7 +78,7 @@ class Annotated:
         self.widths = dict(widths)
         #: The arguments the program writes (its ``out=``).
         self.writes = frozenset(_written(past))
-        for name, read in read_widths(program).items():
+        for name, read in read_widths(gt4py_program).items():
             if self.widths.get(name, 0) < read:
                 raise ProgramError(
                     f"gh.halo on {self.name}: it reads {name} {read} cell(s) beyond the domain "

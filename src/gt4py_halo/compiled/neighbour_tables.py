@@ -74,6 +74,11 @@ class ProgramWithTables(SDFGConvertible):
         )
         self.__name__ = getattr(program, "__name__", type(program).__name__)
 
+    @property
+    def gt4py_program(self) -> Any:
+        """The GT4Py program bound (what ``gh.halo`` reads the signature and writes of)."""
+        return self._program
+
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         self._program(*args, offset_provider=self._tables.offset_provider, **kwargs)
 

@@ -14,7 +14,12 @@ applied to the code instead of to a run:
   or an exchange, which gets it as an argument) makes it stale, conservatively;
 - a loop's body starts from what is valid both before the loop and after its body (repeated
   until that holds); after ``if``/``else`` only what both branches leave valid is valid;
-- fields the step has not exchanged yet count as stale at its start.
+- the step itself is run again and again: at its start an argument counts as valid unless a
+  call of the step leaves it stale. Whether the field passed there is valid is checked at
+  each call (``Placement``): a field new to the step, or one a call left stale (a model that
+  swaps buffers between calls), is exchanged from Python before the call. So a field the
+  step reads but never writes (geometry, coefficients) is exchanged once, at its first call,
+  and never again.
 
 Where every field of an exchange was last written in the same block as the read, the exchange
 is split: started right after that write, finished right before the read, so that the work
@@ -79,10 +84,23 @@ class _Block:
         self.writers = {n: i + (i >= index) for n, i in self.writers.items()}
 
 
-def place_exchanges(
-    function: Callable[..., None], exchange: Any
-) -> tuple[Callable[..., None], list[PlacedInStep]]:
-    """``function`` with exchanges placed from annotations, and what was placed."""
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """A step with exchanges placed: the rewritten function, what was placed, and what it
+    takes for granted between its calls: ``valid_at_entry`` (argument position -> dim) are
+    arguments whose halos it reads and assumes valid when called (no call of it leaves them
+    stale), ``stale_at_exit`` the positions of arguments a call leaves with stale halos.
+    ``Program`` checks the first against the objects passed (a new field, or one a call left
+    stale: a model swapping buffers) and exchanges such an argument from Python first."""
+
+    function: Callable[..., None]
+    placed: list[PlacedInStep]
+    valid_at_entry: dict[int, str | None]
+    stale_at_exit: tuple[int, ...]
+
+
+def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
+    """``function`` with exchanges placed from annotations (``Placement``)."""
     source = textwrap.dedent(inspect.getsource(function))
     tree = ast.parse(source)
     definition = tree.body[0]
@@ -91,7 +109,11 @@ def place_exchanges(
     definition.decorator_list = []
     names = _namespace(function)
     placer = _Placer(names, exchange, function.__code__.co_firstlineno - 1)
-    definition.body, _ = placer.block(definition.body, frozenset())
+    # the step runs again and again: at its start what no call of it writes is valid
+    everything = frozenset(n.id for n in ast.walk(definition) if isinstance(n, ast.Name))
+    params = [a.arg for a in definition.args.args]
+    everything |= set(params)
+    definition.body, head, after = placer.repeated(definition.body, everything)
     ast.fix_missing_locations(tree)
     text = ast.unparse(tree) + "\n"
     filename = f"<gt4py_halo: {function.__qualname__}, exchanges placed>"
@@ -102,7 +124,16 @@ def place_exchanges(
     placed = namespace[definition.name]
     placed.__module__ = function.__module__
     placed.__qualname__ = function.__qualname__
-    return placed, placer.placed
+    return Placement(
+        placed,
+        placer.placed,
+        {
+            i: placer.halo_reads[p]
+            for i, p in enumerate(params)
+            if p in head & placer.halo_reads.keys()
+        },
+        tuple(i for i, p in enumerate(params) if p not in after),
+    )
 
 
 def _namespace(function: Callable[..., None]) -> dict[str, Any]:
@@ -120,6 +151,8 @@ class _Placer:
         self._first_line = first_line
         self._handles: dict[str, frozenset[str]] = {}  # split exchanges in flight, by handle
         self.placed: list[PlacedInStep] = []
+        #: The names whose halos programs read, and their dims.
+        self.halo_reads: dict[str, str | None] = {}
 
     def block(self, statements: list[ast.stmt], valid: frozenset[str]) -> tuple[list, frozenset]:
         """The statements with exchanges placed, and what is valid after them."""
@@ -153,18 +186,24 @@ class _Placer:
                 return [statement], valid | exchanged
         return [statement], valid - _written_names(statement)
 
-    def _loop(self, loop: ast.For | ast.While, valid: frozenset[str]) -> tuple[list, frozenset]:
-        body = loop.body
+    def repeated(
+        self, body: list[ast.stmt], valid: frozenset[str]
+    ) -> tuple[list, frozenset, frozenset]:
+        """``body`` run again and again from ``valid``: placed from what is valid both before
+        and after it (narrowed until that holds); the body, that head, and what is valid
+        after the body."""
         head = valid
-        while True:  # what is valid at the head: before the loop and after the body
+        while True:
             handles, placed = dict(self._handles), len(self.placed)
             new_body, after = self.block([copy.deepcopy(s) for s in body], head)
             if head <= after:
-                break
+                return new_body, head, after
             head = head & after
             self._handles = handles  # the body again, from the narrower head
             del self.placed[placed:]
-        loop.body = new_body
+
+    def _loop(self, loop: ast.For | ast.While, valid: frozenset[str]) -> tuple[list, frozenset]:
+        loop.body, head, _ = self.repeated(loop.body, valid)
         loop.orelse, after_else = self.block(loop.orelse, head)
         return [loop], head & after_else
 
@@ -190,8 +229,9 @@ class _Placer:
                 )
             decomposition = self._exchange.decomposition
             cartesian_width_check(decomposition, program.name, param, width)
+            dim = dim_of_param(decomposition, program, param)
+            self.halo_reads[argument.id] = dim
             if argument.id not in valid:
-                dim = dim_of_param(decomposition, program, param)
                 stale.setdefault(dim, []).append(argument.id)
         placed = []
         for dim, fields in stale.items():

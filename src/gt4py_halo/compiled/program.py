@@ -25,6 +25,7 @@ import json
 import logging
 import re
 import warnings
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
-from gt4py_halo.compiled.placement import PlacedInStep, place_exchanges
+from gt4py_halo.compiled.placement import PlacedInStep, Placement, place_exchanges
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
 from gt4py_halo.compiled.timers import add_timers, drain
@@ -84,9 +85,12 @@ class Program:
                 f"in_place_min_bytes must be a positive int or None, got {in_place_min_bytes!r}"
             )
         functools.update_wrapper(self, function)
-        self._placed: list[PlacedInStep] = []
+        self._placement: Placement | None = None
+        self._exchange = exchange
+        self._valid: dict[int, Any] = {}  # arrays a call left valid, by id: weak references
         if exchange is not None:  # exchanges placed from the programs' halo annotations
-            function, self._placed = place_exchanges(function, exchange)
+            self._placement = place_exchanges(function, exchange)
+            function = self._placement.function
         self._comm = comm if comm is not None else MPI.COMM_WORLD
         self._device = device
         self._copy_maps = copy_maps or ("arena" if device == "gpu" else "direction")
@@ -104,6 +108,8 @@ class Program:
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         values = [_plain(a) for a in args]
+        if self._placement is not None:
+            self._keep_placement_valid(args, values)
         last = self._last_call
         profiled = rec is not None  # the build with timers, or the one without
         if last is not None and last[4] == profiled and _same_objects(values, *last[1:3]):
@@ -149,7 +155,25 @@ class Program:
     def exchange_report(self) -> list[PlacedInStep]:
         """The exchanges ``exchange=`` placed in the step, in the order of its code
         (``compiled/placement.py``); ``str()`` of each says where and what."""
-        return list(self._placed)
+        return [] if self._placement is None else list(self._placement.placed)
+
+    def _keep_placement_valid(self, args: tuple, values: list[Any]) -> None:
+        """Before a call of a step with placed exchanges: an argument whose halo the step
+        reads and assumes valid at its start, but which no call of the step left valid (a
+        new field, or one a call left stale: buffers swapped between calls), is exchanged
+        from Python first; then the arguments the call leaves valid are remembered as such,
+        weakly (by their arrays)."""
+        placement, valid = self._placement, self._valid
+        for position, dim in placement.valid_at_entry.items():
+            ref = valid.get(id(values[position]))
+            if ref is None or ref() is not values[position]:
+                self._exchange.exchange(args[position], dim=dim)
+        for position, array in enumerate(values):
+            if _is_array(array) and position not in placement.stale_at_exit:
+                key = id(array)
+                valid[key] = weakref.ref(array, lambda _, key=key: valid.pop(key, None))
+        for position in placement.stale_at_exit:
+            valid.pop(id(values[position]), None)
 
     def fusion_report(self, *args: Any) -> FusionReport:
         """Which exchange copy maps the pipeline fused for a call with ``args``."""
