@@ -3,18 +3,34 @@ of the placement, which the step then compiles; tests/mpi/test_annotations.py ru
 
 from __future__ import annotations
 
+import gt4py.next as gtx
 import pytest
 from mpi4py import MPI
 from test_gt4py_translations import example
 
 import gt4py_halo as gh
 
+DEMO = example("diffusion_2d")
+I, J, FieldIJ = DEMO.I, DEMO.J, DEMO.FieldIJ
+
+
+@gtx.field_operator
+def cross(a: FieldIJ, b: FieldIJ) -> FieldIJ:
+    return a(I + 1) + b(J - 1)
+
+
+@gtx.program(backend=DEMO.run_dace_cpu)
+def cross_step(
+    a: FieldIJ, b: FieldIJ, out: FieldIJ, i0: gtx.int32, i1: gtx.int32, j0: gtx.int32, j1: gtx.int32
+) -> None:
+    """Reads two fields' halos: ``a`` east, ``b`` south."""
+    cross(a, b, out=out, domain={I: (i0, i1), J: (j0, j1)})
+
 
 @pytest.fixture(scope="module")
 def programs():
     """The demo's programs, annotated: diffusion reads u's halo, energy none."""
-    module = example("diffusion_2d")
-    return gh.halo(u=1)(module.diffusion_step), gh.halo()(module.energy)
+    return gh.halo(u=1)(DEMO.diffusion_step), gh.halo()(DEMO.energy)
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +122,35 @@ def test_an_exchange_starts_right_after_the_last_write(programs, ex) -> None:
     assert (first.fields, first.started) == (("u",), None)
     assert second.fields == ("v",) and second.started == first.line
     assert second.line == first.line + 2
+
+
+def test_exchanges_at_the_minimum(programs, ex) -> None:
+    """Steps whose minimum is known: three programs of which two read the same field (one
+    exchange); a field written twice before it is read (one); a field read with its halo but
+    never written (none placed: checked once per field at the call); two fields one program
+    reads (one exchange of both: one message per neighbour)."""
+    diffuse, energy = programs
+    cross = gh.halo(a=1, b=1)(cross_step)
+
+    def two_readers(x, u, v, w, i0, i1, j0, j1):
+        diffuse(x, u, i0, i1, j0, j1)
+        diffuse(u, v, i0, i1, j0, j1)
+        diffuse(u, w, i0, i1, j0, j1)
+
+    def written_twice(x, u, v, i0, i1, j0, j1):
+        energy(x, u, i0, i1, j0, j1)
+        energy(x, u, i0, i1, j0, j1)
+        diffuse(u, v, i0, i1, j0, j1)
+
+    def never_written(x, v, i0, i1, j0, j1):
+        diffuse(x, v, i0, i1, j0, j1)
+
+    def two_fields(x, a, b, w, i0, i1, j0, j1):
+        diffuse(x, a, i0, i1, j0, j1)
+        diffuse(x, b, i0, i1, j0, j1)
+        cross(a, b, w, i0, i1, j0, j1)
+
+    assert placed(two_readers, ex) == [("diffusion_step", ("u",))]
+    assert placed(written_twice, ex) == [("diffusion_step", ("u",))]
+    assert placed(never_written, ex) == []
+    assert placed(two_fields, ex) == [("cross_step", ("a", "b"))]
