@@ -40,3 +40,14 @@ def test_the_icon4py_diffusion_example(capsys) -> None:
         for runtime in ("gt4py_halo (mpi)", "gt4py_halo (ghex)", "ICON4Py's own GHEX exchange"):
             assert f"| {runtime} |" in printed
         assert "DIFFERENT" not in printed and "not run" not in printed
+
+
+def test_the_shallow_water_example(capsys) -> None:
+    """A step written with halo annotations only (uneven blocks): the four exchanges placed,
+    and the bits of one rank alone."""
+    example = load_example(EXAMPLES / "shallow_water.py")
+    assert example.main(["--shape", "23,19", "--steps", "2"]) == 0
+    printed = capsys.readouterr().out
+    if example.MPI.COMM_WORLD.rank == 0:
+        assert printed.count(": exchange(") == 4
+        assert "identical bit for bit to one rank alone" in printed
