@@ -26,12 +26,13 @@ def fields(diffusion: ModuleType, d: gh.CartesianDecomposition) -> list:
     return [gtx.as_field([diffusion.I, diffusion.J], a) for a in (u, np.zeros_like(u), u * 0)]
 
 
-def test_exchanges_placed_from_annotations_match_hand_placed_ones(diffusion, comm) -> None:
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_exchanges_placed_from_annotations_match_hand_placed_ones(diffusion, comm, backend) -> None:
     """Diffuse u into v and back, with an energy diagnostic of u (no halo read) between:
     the one exchange each diffusion needs is placed (the field written before it), none for
     the diagnostic nor for a halo still valid; the bits are those of the hand-placed run."""
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d)
+    ex = gh.make_exchange(d, backend=backend)
     bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
     diffuse = gh.halo(u=1)(diffusion.diffusion_step)
     energy = gh.halo()(diffusion.energy)
@@ -117,13 +118,14 @@ def test_unstructured_exchanges_placed_per_dim(comm) -> None:
         np.testing.assert_array_equal(a, b)
 
 
-def test_compiled_step_with_exchanges_placed_from_annotations(diffusion, comm) -> None:
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_compiled_step_with_exchanges_placed_from_annotations(diffusion, comm, backend) -> None:
     """``@gh.program(exchange=ex)``: the exchanges are placed in the step's code where a read
     halo may be stale (at a loop's head too), none where one was placed by hand, split where
     the field was written in the same block; the bits are those of the hand-placed exchanges
     from Python."""
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d)
+    ex = gh.make_exchange(d, backend=backend)
     bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
     diffuse = gh.halo(u=1)(diffusion.diffusion_step)
     energy = gh.halo()(diffusion.energy)
