@@ -3,14 +3,15 @@
 
 ``@gh.halo(u=1, v=2)`` on a ``@gtx.program`` says how wide a halo of which argument it reads,
 where the program is defined, independent of any decomposition. What the program writes comes
-from the program itself: the ``out=`` arguments of its field operator calls. For cartesian
-programs the widths it reads are inferred too (GT4Py's own domain inference over the program,
-each argument's accessed domain against the domain written): a declared width smaller than
-that is a ``gh.ProgramError`` at decoration, never a silent stale halo. Where GT4Py's
-inference cannot tell (unstructured programs, offsets that are no literals), the declared
-width is taken as it is. An unstructured argument's dim is the dim of the decomposition that
-its type in the program's signature has (by name, in any case: GT4Py's ``Cell`` is the dim
-``cell``).
+from the program itself: the ``out=`` arguments of its field operator calls. The widths it
+reads are inferred too: for cartesian programs by GT4Py's domain inference (each argument's
+accessed domain against the domain written, in cells), for unstructured ones by GT4Py's shift
+tracing (the neighbour tables between an argument and the output: 1 is the neighbours of the
+entries written). A declared width smaller than that is a ``gh.ProgramError`` at decoration,
+never a silent stale halo; where GT4Py cannot tell (offsets that are no literals, stencils
+it cannot trace), the declared width is taken as it is. An unstructured argument's dim is
+the dim of the decomposition that its type in the program's signature has (by name, in any
+case: GT4Py's ``Cell`` is the dim ``cell``).
 
 Inside ``with gh.auto_exchange(ex) as placed:`` calls of annotated programs exchange lazily:
 each field's halo is valid after an exchange and stale once a program writes it (a field seen
@@ -81,8 +82,8 @@ class Annotated:
         for name, read in read_widths(gt4py_program).items():
             if self.widths.get(name, 0) < read:
                 raise ProgramError(
-                    f"gh.halo on {self.name}: it reads {name} {read} cell(s) beyond the domain "
-                    f"it writes, declared {self.widths.get(name, 0)}: "
+                    f"gh.halo on {self.name}: it reads {name} {read} cell(s) (or neighbour "
+                    f"tables) beyond the domain it writes, declared {self.widths.get(name, 0)}: "
                     f"@gh.halo({name}={read}, ...)"
                 )
 
@@ -216,9 +217,11 @@ def _written(past: Any) -> set[str]:
 
 
 def read_widths(program: Any) -> dict[str, int]:
-    """Per argument, how many cells beyond the domain it writes the program reads it, by
-    GT4Py's domain inference (cartesian programs whose domains are the program's own
-    arguments, offsets literal; arguments it cannot tell are left out)."""
+    """Per argument, how far beyond the domain it writes the program reads it: cartesian
+    programs by GT4Py's domain inference (cells, where the domains are the program's own
+    arguments and the offsets literal), unstructured ones by the neighbour tables GT4Py's
+    shift tracing finds on the way from the argument to the output (one per table: a width
+    of 1 is the neighbours of the written entries). Arguments neither tells are left out."""
     from gt4py.next import common
     from gt4py.next.iterator.ir_utils import domain_utils
     from gt4py.next.iterator.transforms import infer_domain, inline_fundefs, inline_lambdas
@@ -236,6 +239,12 @@ def read_widths(program: Any) -> dict[str, int]:
             continue
         written = domain_utils.SymbolicDomain.from_expr(domain)
         if written.grid_type != common.GridType.CARTESIAN:
+            try:
+                hops = _neighbour_hops(statement.expr, 0)
+            except Exception:  # noqa: BLE001, S112 - one GT4Py cannot trace: the declared width stands
+                continue
+            for name, tables in hops.items():
+                widths[name] = max(widths.get(name, 0), tables)
             continue
         provider = {d.value: d for d in written.ranges}  # cartesian offsets: the dims
         try:
@@ -247,6 +256,34 @@ def read_widths(program: Any) -> dict[str, int]:
             if width is not None:
                 widths[str(name)] = max(widths.get(str(name), 0), width)
     return widths
+
+
+def _neighbour_hops(expr: Any, hops: int) -> dict[str, int]:
+    """Per argument (symbol) that ``expr`` reads, the most neighbour tables (unstructured
+    shifts) between it and ``expr``'s value, ``hops`` already on the way."""
+    from gt4py.next.iterator import ir as itir
+    from gt4py.next.iterator.ir_utils import common_pattern_matcher as cpm
+    from gt4py.next.iterator.transforms import trace_shifts
+
+    found: dict[str, int] = {}
+
+    def visit(node: Any, hops: int) -> None:
+        if isinstance(node, itir.SymRef):
+            found[str(node.id)] = max(found.get(str(node.id), 0), hops)
+        elif isinstance(node, itir.FunCall) and cpm.is_applied_as_fieldop(node):
+            shifts = trace_shifts.trace_stencil(node.fun.args[0], num_args=len(node.args))
+            for argument, sequences in zip(node.args, shifts):
+                tables = max(
+                    (sum(isinstance(getattr(o, "value", None), str) for o in s) for s in sequences),
+                    default=0,
+                )
+                visit(argument, hops + tables)
+        elif isinstance(node, itir.FunCall):
+            for argument in node.args:
+                visit(argument, hops)
+
+    visit(expr, hops)
+    return found
 
 
 def _beyond(written: Any, read: Any) -> int | None:

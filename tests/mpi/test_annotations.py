@@ -68,8 +68,13 @@ def hand_placed(diffusion: ModuleType, d, ex, bounds, energy_of_v: bool) -> list
 
 
 def test_a_width_smaller_than_the_program_reads_is_refused(diffusion) -> None:
-    with pytest.raises(gh.ProgramError, match="reads u 1 cell"):
+    """Naming the program, the argument and both widths: cartesian (cells) and unstructured
+    (neighbour tables)."""
+    with pytest.raises(gh.ProgramError, match=r"diffusion_step: it reads u 1 cell.*declared 0"):
         gh.halo()(diffusion.diffusion_step)
+    example = load_example(Path(__file__).resolve().parents[2] / "examples/unstructured_step.py")
+    with pytest.raises(gh.ProgramError, match=r"average_from_edges: it reads e 1 .*declared 0"):
+        gh.halo(c=1)(example.average_from_edges)
     with pytest.raises(gh.ProgramError, match="no argument named x"):
         gh.halo(u=1, x=2)(diffusion.diffusion_step)
     with pytest.raises(gh.ProgramError, match="must be an int >= 0"):
