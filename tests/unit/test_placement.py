@@ -154,3 +154,19 @@ def test_exchanges_at_the_minimum(programs, ex) -> None:
     assert placed(written_twice, ex) == [("diffusion_step", ("u",))]
     assert placed(never_written, ex) == []
     assert placed(two_fields, ex) == [("cross_step", ("a", "b"))]
+
+
+def test_fields_written_before_a_started_exchange_join_it(programs, ex) -> None:
+    """b is written before a; a's exchange is started after a's write: b's read joins it
+    (one exchange of both, started after the last write, finished before the first read)."""
+    diffuse, _ = programs
+
+    def step(x, a, b, w, w2, i0, i1, j0, j1):
+        diffuse(x, b, i0, i1, j0, j1)
+        diffuse(x, a, i0, i1, j0, j1)
+        diffuse(a, w, i0, i1, j0, j1)
+        diffuse(b, w2, i0, i1, j0, j1)
+
+    made = gh.program(comm=MPI.COMM_SELF, exchange=ex)(step)
+    (merged,) = made.exchange_report()
+    assert merged.fields == ("a", "b") and merged.started == merged.line - 1

@@ -25,6 +25,9 @@ Where every field of an exchange was last written in the same block as the read,
 is split: started right after that write, finished right before the read, so that the work
 between (which neither writes those fields nor reads their halos, or the analysis would have
 placed or moved it) overlaps the messages. Otherwise it is blocking, right before the read.
+A field whose read needs an exchange joins a split exchange placed earlier in its block (same
+dim, started after the field's last write): one exchange, one message per neighbour, finished
+before the earlier read.
 
 So every halo a program reads is valid, whatever path the step takes; an exchange is placed
 only where the analysis cannot show the halo valid. Fields are the step's own names (its
@@ -74,10 +77,14 @@ class PlacedInStep:
 
 @dataclasses.dataclass
 class _Block:
-    """A block's statements so far and, per name, the index of the one that last wrote it."""
+    """A block's statements so far, per name the index of the one that last wrote it, and
+    the split exchanges placed in it (their start statements, dims, fields, report entries)."""
 
     out: list[ast.stmt] = dataclasses.field(default_factory=list)
     writers: dict[str, int] = dataclasses.field(default_factory=dict)
+    starts: list[tuple[ast.Assign, str | None, list[str], int]] = dataclasses.field(
+        default_factory=list
+    )
 
     def insert(self, index: int, statement: ast.stmt) -> None:
         self.out.insert(index, statement)
@@ -234,7 +241,12 @@ class _Placer:
             if argument.id not in valid:
                 stale.setdefault(dim, []).append(argument.id)
         placed = []
-        for dim, fields in stale.items():
+        for dim, stale_fields in stale.items():
+            joined = self._join_started(block, dim, stale_fields)
+            valid = valid | joined
+            fields = [f for f in stale_fields if f not in joined]
+            if not fields:
+                continue
             keyword = "" if dim is None else f", dim={dim!r}"
             arguments_code = f"{', '.join(fields)}{keyword}"
             writers = [block.writers.get(f) for f in fields]
@@ -247,6 +259,7 @@ class _Placer:
                 after = max(writers)
                 start = ast.parse(f"{handle} = {EXCHANGE_NAME}.start({arguments_code})")
                 block.insert(after + 1, start.body[0])
+                block.starts.append((start.body[0], dim, list(fields), len(self.placed)))
                 placed.append(ast.parse(f"{handle}.finish()").body[0])
                 started = self._line(block.out[after])
             self.placed.append(
@@ -259,6 +272,28 @@ class _Placer:
         if any(p in program.writes and not isinstance(a, ast.Name) for p, a in arguments.items()):
             written |= _names_in(call)  # writes through an expression: whatever it names
         return [*placed, statement], valid - written
+
+    def _join_started(self, block: _Block, dim: str | None, fields: list[str]) -> set[str]:
+        """Fields that join a split exchange placed earlier in ``block`` (same dim, started
+        after their last write, finished before an earlier read): one exchange, one message
+        per neighbour, for both reads. Returns the fields that joined one."""
+        joined = set()
+        for field in fields:
+            written = block.writers.get(field, -1)
+            for start, start_dim, started, record in block.starts:
+                at = next(i for i, s in enumerate(block.out) if s is start)
+                if start_dim != dim or at <= written:
+                    continue
+                started.append(field)
+                keyword = "" if dim is None else f", dim={dim!r}"
+                call = f"{EXCHANGE_NAME}.start({', '.join(started)}{keyword})"
+                start.value = ast.parse(call).body[0].value
+                self.placed[record] = dataclasses.replace(
+                    self.placed[record], fields=tuple(started)
+                )
+                joined.add(field)
+                break
+        return joined
 
     def _exchange_call(self, statement: ast.stmt, call: ast.Call) -> frozenset[str] | None:
         """The fields an exchange written by hand makes valid (a blocking one, or a split
