@@ -171,7 +171,9 @@ class Program:
         for position, array in enumerate(values):
             if _is_array(array) and position not in placement.stale_at_exit:
                 key = id(array)
-                valid[key] = weakref.ref(array, lambda _, key=key: valid.pop(key, None))
+                known = valid.get(key)
+                if known is None or known() is not array:  # a model passes the same fields
+                    valid[key] = weakref.ref(array, lambda _, key=key: valid.pop(key, None))
         for position in placement.stale_at_exit:
             valid.pop(id(values[position]), None)
 
