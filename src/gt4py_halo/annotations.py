@@ -100,6 +100,12 @@ class Annotated:
     def __getattr__(self, name: str) -> Any:  # the program's own interface, DaCe's included
         return getattr(self.program, name)
 
+    def __gt4py_halo_key__(self) -> str | None:
+        """In a step, the program alone (``compiled/step_cache.py``): widths only place."""
+        from gt4py_halo.compiled.step_cache import value_key
+
+        return value_key(self.program)
+
     def __repr__(self) -> str:
         return f"gh.halo({self.widths})({self.name})"
 

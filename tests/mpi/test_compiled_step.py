@@ -11,7 +11,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import re
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import dace
@@ -24,6 +27,7 @@ from halo_reference import SENTINEL, expected_local, filled_local, gpu_or_skip
 from mpi4py import MPI
 
 import gt4py_halo as gh
+from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.nodes import HaloExchange
 
 EDGE, K = gtx.Dimension("Edge"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
@@ -143,6 +147,36 @@ def test_compiled_step_equals_runtime_path_and_single_rank(
             run_from_python(diffusion, gh.make_exchange(single), u, v, w, *bounds(single))
         equal = bool(np.array_equal(gathered, u.asnumpy()[single.owned]))
     assert comm.bcast(equal, root=0), "gathered compiled result differs from one rank alone"
+
+
+@at_most_ranks(3, "which rank lacks the record does not change beyond")
+def test_a_step_made_again_loads_its_build_without_parsing(
+    diffusion: ModuleType, comm, monkeypatch
+) -> None:
+    """A step made anew (a later run: ``compiled/step_cache.py``) finds the record of its
+    build and loads the binary without parsing, with the same bits, halos included; if one
+    rank has no record, every rank parses and builds as before."""
+    records = Path(comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None))
+    monkeypatch.setattr(step_cache, "_folder", lambda: records)
+    d, _ = shared_step(diffusion, comm, stencil_packs=True)
+    ex = gh.make_exchange(d)
+    results = []
+    for missing_on in (None, None, comm.size - 1):
+        if comm.rank == missing_on:
+            monkeypatch.setattr(step_cache, "_folder", lambda: records / "none")
+        step = make_step(diffusion, ex, comm, stencil_packs=True)
+        u, v, w = initial_fields(diffusion, d)
+        for _ in range(CALLS):
+            step(u, v, w, *bounds(d))
+        results.append((u.asnumpy(), w.asnumpy()))
+        parsed = comm.allgather(bool(step._lowered))
+        assert parsed == [len(results) != 2] * comm.size, f"call {len(results)}: {parsed}"
+    for u, w in results[1:]:
+        np.testing.assert_array_equal(u, results[0][0])
+        np.testing.assert_array_equal(w, results[0][1])
+    comm.barrier()
+    if comm.rank == 0:
+        shutil.rmtree(records)
 
 
 def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:

@@ -1,21 +1,37 @@
 """A compiled step is built once: a later run of the same program finds its build and loads
-it instead of compiling again; a different step gets a build of its own."""
+it instead of compiling again, without parsing the step (``compiled/step_cache.py``); a
+different step gets a build of its own."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 
+import pytest
+
 STEP = textwrap.dedent(
     """
+    import os
+
     import dace
     import numpy as np
     from mpi4py import MPI
     import gt4py_halo as gh
+    from gt4py_halo.compiled.program import Program
 
-    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
+    if os.environ.get("REFUSE_PARSE"):
+        def refuse(*args):
+            raise AssertionError("parsed again")
+
+        Program._parse = refuse
+
+    d = gh.CartesianDecomposition((9, 7), halo=HALO, periodic=True, comm=MPI.COMM_SELF)
     ex = gh.make_exchange(d, backend="mpi")
+
+    def double(a):
+        a[1:-1, 1:-1] *= 2.0
 
     @gh.program(comm=MPI.COMM_SELF)
     def step(a):
@@ -30,19 +46,30 @@ STEP = textwrap.dedent(
 )
 
 
-def run_step(workdir, scale: str) -> tuple[float, dict]:
-    """The step's result, and every library in the working directory with its mtime."""
-    script = workdir / f"step_{scale}.py"  # DaCe parses the step from its source file
-    script.write_text(STEP.replace("SCALE", scale))
+def run_step(workdir, scale: str, halo: int = 1, refuse_parse: bool = False) -> tuple[float, dict]:
+    """The step's result, and every library in the working directory with its mtime. The
+    step's caches are the working directory's own: GT4Py's (and so the step records) and
+    DaCe's build folders. ``refuse_parse``: parsing the step fails."""
+    script = workdir / f"step_{scale}_{halo}.py"  # DaCe parses the step from its source file
+    script.write_text(STEP.replace("SCALE", scale).replace("HALO", str(halo)))
     done = subprocess.run(
         [sys.executable, script.name],
         cwd=workdir,
+        check=False,
         capture_output=True,
         text=True,
-        check=True,
+        env=isolated(workdir, REFUSE_PARSE="1" if refuse_parse else ""),
     )
+    if done.returncode:
+        raise RuntimeError(done.stderr)
     libraries = {p: p.stat().st_mtime_ns for p in workdir.rglob("*.so")}
     return float(done.stdout.split()[-1]), libraries
+
+
+def isolated(workdir, **more: str) -> dict[str, str]:
+    """The environment with GT4Py's persistent cache in ``workdir``."""
+    cache = {"GT4PY_BUILD_CACHE_LIFETIME": "persistent", "GT4PY_BUILD_CACHE_DIR": str(workdir)}
+    return os.environ | cache | more
 
 
 def test_a_second_run_loads_the_first_runs_build(tmp_path):
@@ -52,6 +79,37 @@ def test_a_second_run_loads_the_first_runs_build(tmp_path):
     other, libraries = run_step(tmp_path, "3.0")  # another step: a build of its own
     assert other != total
     assert len(libraries) > len(built)
+
+
+def test_a_second_run_does_not_parse_the_step(tmp_path):
+    total, built = run_step(tmp_path, "2.0")
+    assert list(tmp_path.rglob("gt4py_halo_steps/*.json")), "no record of the build"
+    assert run_step(tmp_path, "2.0", refuse_parse=True) == (total, built)
+    # what the step's code or its exchanges change is parsed and built anew
+    with pytest.raises(RuntimeError, match="parsed again"):
+        run_step(tmp_path, "3.0", refuse_parse=True)
+    with pytest.raises(RuntimeError, match="parsed again"):
+        run_step(tmp_path, "2.0", halo=2, refuse_parse=True)
+    assert run_step(tmp_path, "2.0", halo=2)[0] != total
+
+
+def test_a_step_calling_a_python_helper_is_parsed_at_every_run(tmp_path):
+    """A helper function has no key (its code is not in the step's): parsed every time."""
+    helper = STEP.replace("    ex.exchange(a)\n    for", "    double(a)\n    for")
+    assert helper != STEP
+    (tmp_path / "helper.py").write_text(helper.replace("SCALE", "2.0").replace("HALO", "1"))
+    for refuse in ("", "1"):
+        done = subprocess.run(
+            [sys.executable, "helper.py"],
+            cwd=tmp_path,
+            check=False,
+            capture_output=True,
+            text=True,
+            env=isolated(tmp_path, REFUSE_PARSE=refuse),
+        )
+        assert bool(done.returncode) == bool(refuse), done.stderr
+    assert "parsed again" in done.stderr
+    assert not list(tmp_path.rglob("gt4py_halo_steps/*.json"))
 
 
 def test_a_step_parsed_again_lowers_to_the_same_build():
@@ -126,6 +184,7 @@ def test_a_build_loaded_twice_in_one_process_says_nothing(tmp_path):
         capture_output=True,
         text=True,
         check=True,
+        env=isolated(tmp_path),
     )
     first, second = done.stdout.split()
     assert first == second

@@ -13,6 +13,7 @@ decomposition's, so its messages never meet those of the runtime exchange.
 from __future__ import annotations
 
 import dataclasses
+import re
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +42,8 @@ _last_serial = -1
 #: The plan of each exchange node made here, by the node's ``uid``: what ``gh.program`` checks
 #: the step's arguments against (the decomposition keeps the plan alive).
 PLANS: weakref.WeakValueDictionary[str, ExchangePlan] = weakref.WeakValueDictionary()
+#: Each ``CompiledExchangeData`` of this process by its closure prefix (``process_prefix``).
+BY_PREFIX: weakref.WeakValueDictionary[str, CompiledExchangeData] = weakref.WeakValueDictionary()
 
 
 class PlanArray(np.ndarray):
@@ -94,8 +97,10 @@ class CompiledExchangeData:
         # a step renames it (canonical_names): no clash with the names it renames to
         self.prefix = f"{CLOSURE_PREFIX}p{serial}_"
         self.arrays: dict[str, np.ndarray] = {f"{self.prefix}comm": handle}
+        #: the plans exchanged, by name
+        self.plans: dict[str, ExchangePlan] = {}
         for dim in getattr(decomposition, "dims", (None,)):
-            plan = decomposition.plan(dim)
+            plan = self.plans.setdefault(decomposition.plan(dim).name, decomposition.plan(dim))
             for what in reads:
                 name = self.name(plan, what)
                 self.arrays[name] = PLAN_DATA[what](self, plan)
@@ -103,6 +108,18 @@ class CompiledExchangeData:
                     self.arrays[name] = self.arrays[name].view(PlanArray)
                     self.arrays[name].name = name
         self._next_tag = 0
+        BY_PREFIX[self.prefix] = self
+
+    def key(self) -> str:
+        """What the exchange nodes made from this data lower to depends on (besides the
+        fields' descriptors and the closure's): the same for every rank of a decomposition
+        and in every process, unlike ``prefix``."""
+        plans = [
+            (p.name, len(p.local_shape), [d.offset for d in p.directions])
+            for p in self.plans.values()
+        ]
+        halo = self.decomposition.halo if self.node_type is HaloExchange else ()
+        return repr((self.node_type.__name__, self.implementation, plans, tuple(map(tuple, halo))))
 
     def name(self, plan: ExchangePlan, what: str) -> str:
         """The program argument that carries plan array ``what`` of ``plan``."""
@@ -243,6 +260,18 @@ def tag_count(field_count: int, directions: tuple) -> int:
     return field_count * (1 + len(directions))
 
 
+def process_prefix(name: str) -> str | None:
+    """The closure prefix (``CompiledExchangeData.prefix``) ``name`` starts with, if any."""
+    found = re.match(rf"{CLOSURE_PREFIX}p\d+_", name)
+    return found.group() if found else None
+
+
+def renamed(name: str, prefixes: dict[str, str]) -> str:
+    """``name`` with its closure prefix replaced as ``canonical_names`` says."""
+    old = process_prefix(name)
+    return name if old not in prefixes else prefixes[old] + name.removeprefix(old)
+
+
 def canonical_names(sdfg: dace.SDFG) -> dict[str, str]:
     """Give the exchanges of a parsed step names and tags that depend on the step alone.
 
@@ -252,11 +281,11 @@ def canonical_names(sdfg: dace.SDFG) -> dict[str, str]:
     appearance, each decomposition's closure becomes ``__halo_<n>_...`` and each exchange
     (a split pair alike) gets tags from 0 up, per decomposition: tags need to differ only
     between the exchanges of one step, as a step finishes its exchanges before it returns.
-    Returns the renaming of closure arrays and symbols, which a call applies to the closure
-    it passes.
+    Returns the renaming of closure prefixes, which a call applies to the closure it passes
+    (``renamed``).
     """
     prefixes: dict[str, str] = {}
-    renamed: dict[str, tuple[str, int]] = {}  # old uid -> new uid and tag base
+    uids: dict[str, tuple[str, int]] = {}  # old uid -> new uid and tag base
     next_tag: dict[str, int] = {}
     for node, state in sdfg.all_nodes_recursive():
         if not isinstance(node, HaloExchange | UnstructuredHaloExchange):
@@ -264,21 +293,20 @@ def canonical_names(sdfg: dace.SDFG) -> dict[str, str]:
         comm = next(e.data.data for e in state.in_edges(node) if e.dst_conn == "_comm")
         prefix = prefixes.setdefault(comm.removesuffix("comm"), f"{CLOSURE_PREFIX}{len(prefixes)}_")
         spec = node.spec
-        if spec.uid not in renamed:
+        if spec.uid not in uids:
             first = next_tag.get(prefix, 0)
             next_tag[prefix] = first + tag_count(spec.field_count, spec.directions)
-            renamed[spec.uid] = (f"{prefix.removeprefix('__')}{first}", first)
-        uid, tag_base = renamed[spec.uid]
+            uids[spec.uid] = (f"{prefix.removeprefix('__')}{first}", first)
+        uid, tag_base = uids[spec.uid]
         node.spec = dataclasses.replace(spec, uid=uid, tag_base=tag_base)
     renames = {
-        name: new + name.removeprefix(old)
+        name: renamed(name, prefixes)
         # in a deterministic order: it orders the renamed arrays, so the graph's digest
         for name in dict.fromkeys([*sdfg.arrays, *sdfg.symbols, *sorted(sdfg.free_symbols)])
-        for old, new in prefixes.items()
-        if name.startswith(old)
+        if process_prefix(name) in prefixes
     }
     sdfg.replace_dict(renames)
-    return renames
+    return prefixes
 
 
 def field_names(count: int = MAX_FIELDS) -> list[str]:

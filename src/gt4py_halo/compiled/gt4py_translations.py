@@ -81,18 +81,32 @@ def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
 
 def _key(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple[str | None, bool]:
     """The translation's key, and whether it is the same in every process."""
-    if self.backend is None or "dace" not in self.backend.name.lower():
+    arguments_seen = [
+        (type(a).__name__, str(getattr(a, "dtype", "")), len(getattr(a, "shape", ())))
+        for a in (*args, *kwargs.values())
+    ]
+    return program_key(self, kwargs.get("column_axis"), arguments_seen)
+
+
+def program_key(
+    program: Any, column_axis: Any = None, arguments_seen: list | None = None
+) -> tuple[str | None, bool]:
+    """What a GT4Py program (DaCe backend) translates to depends on, as a key (``None``
+    where it cannot be had), and whether the key is the same in every process: the
+    translation's key without what DaCe passes at a call (``arguments_seen``)."""
+    if not isinstance(program, _GT4PY_PROGRAM):
+        return None, False
+    if program.backend is None or "dace" not in program.backend.name.lower():
         return None, False  # __sdfg__ raises its own error
-    connectivities = self.compilation_options.connectivities or {}
-    column_axis = kwargs.get("column_axis")
-    lowering = self.backend.transforms.past_to_itir
+    connectivities = program.compilation_options.connectivities or {}
+    lowering = program.backend.transforms.past_to_itir
     if isinstance(lowering, workflow.CachedStep):  # whose results __sdfg__ modifies in place
         lowering = lowering.step
     gtir = lowering(
         _CONCRETE_ARTIFACT(
-            data=self.past_stage,
+            data=program.past_stage,
             args=arguments.CompileTimeArgs(
-                args=tuple(p.type for p in self.past_stage.past_node.params),
+                args=tuple(p.type for p in program.past_stage.past_node.params),
                 kwargs={},
                 column_axis=column_axis,
                 offset_provider=connectivities,
@@ -100,7 +114,7 @@ def _key(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple[str | N
             ),
         )
     ).data
-    translator = self.backend.executor.translation
+    translator = program.backend.executor.translation
     if isinstance(translator, workflow.CachedStep):
         translator = translator.step
     tables = xxhash.xxh64()
@@ -110,10 +124,6 @@ def _key(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple[str | N
             array = np.ascontiguousarray(table.asnumpy())
             tables.update(f"{name}:{array.dtype}:{array.shape}:".encode())
             tables.update(array.tobytes())
-    arguments_seen = [
-        (type(a).__name__, str(getattr(a, "dtype", "")), len(getattr(a, "shape", ())))
-        for a in (*args, *kwargs.values())
-    ]
     settings = dict(dace.Config.get())
     settings.pop("default_build_folder", None)
     around = json.dumps(
@@ -134,7 +144,7 @@ def _key(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple[str | N
     try:
         return fingerprinting.lenient_fingerprinter((described, around)), False
     except (TypeError, ValueError):
-        log.debug("GT4Py program %s not fingerprinted: translated anew", self, exc_info=True)
+        log.debug("GT4Py program %s not fingerprinted: translated anew", program, exc_info=True)
         return None, False
 
 

@@ -91,6 +91,12 @@ class ProgramWithTables(SDFGConvertible):
     def __sdfg_closure__(self, reevaluate: Any = None) -> dict[str, Any]:
         return dict(self._tables.arrays)
 
+    def __gt4py_halo_key__(self) -> str | None:
+        """The program with this rank's tables (``compiled/step_cache.py``)."""
+        from gt4py_halo.compiled.step_cache import value_key
+
+        return value_key(self._for_sdfg)
+
     def closure_resolver(
         self, constant_args: Any, given_args: Any, parent_closure: Any = None
     ) -> SDFGClosure:

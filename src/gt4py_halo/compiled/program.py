@@ -9,6 +9,8 @@ The pipeline reads like gt4py's own workflow, one step after the other:
 3. lower: each exchange node is expanded with its transport (``node.implementation``);
 4. simplify again, then compile on one rank and load on all (``build_once``).
 
+A build recorded by an earlier run skips all four (``step_cache``).
+
 Compiled steps are kept per argument signature (dtypes and ranks of arrays, types of
 scalars): a step called with new shapes reuses its build, as an instance of its own (message
 buffers are sized for the shapes).
@@ -23,6 +25,7 @@ import functools
 import hashlib
 import json
 import logging
+import os
 import re
 import warnings
 import weakref
@@ -39,7 +42,15 @@ from mpi4py import MPI
 
 from gt4py_halo import profiling, transports
 from gt4py_halo.build_once import arrive, build_on_root
-from gt4py_halo.compiled.convertible import CLOSURE_PREFIX, PLANS, canonical_names
+from gt4py_halo.compiled import step_cache
+from gt4py_halo.compiled.convertible import (
+    BY_PREFIX,
+    CLOSURE_PREFIX,
+    PLANS,
+    canonical_names,
+    process_prefix,
+    renamed,
+)
 from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.compiled.gt4py_translations import translated_once
@@ -202,41 +213,84 @@ class Program:
             return self._builds[instance]
         layouts = local  # the same on every rank: checked at each build
         if key in self._binaries:
-            folder = self._binaries[key]
-            _, _, exchanged, renames, timers = self._lower(values, layouts)
-            _check_exchanged(self._dace_program.argnames, values, exchanged)
-            compiled = load_precompiled_sdfg(folder)
+            binary = self._binaries[key]
+            _check_exchanged(self._dace_program.argnames, values, binary.exchanged)
+            compiled = load_precompiled_sdfg(binary.folder)
         else:
             arrive(self._comm, repr(self.__name__))
             self._check_layouts_agree(values, layouts)
-            failure: Exception | None = None
-            try:
-                sdfg, _, exchanged, renames, timers = self._lower(values, layouts)
-                _check_exchanged(self._dace_program.argnames, values, exchanged)
-            except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
-                failure = error
-            arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
-            self._raise_on_every_rank(failure)
-            self._check_programs_agree(sdfg, values, layouts)
-            # a build folder of this name holds the same step built alike: reused, even from
-            # an earlier run
-            with (
-                codegen_config(self._device),
-                dace.config.set_temporary("compiler", "use_cache", value=True),
-            ):
-                compiled = build_on_root(
-                    self._comm,
-                    build=sdfg.compile,
-                    share=lambda _: sdfg.build_folder,
-                    load=load_precompiled_sdfg,
-                )
-            self._binaries[key] = self._comm.bcast(sdfg.build_folder)
+            known = step_cache.step_key(
+                self._dace_program, self._descriptors(values, layouts), self._around(key)
+            )
+            found = self._built_before(values, known)
+            if found is None:
+                compiled, binary, name = self._compile(values, layouts)
+                if known is not None:
+                    step_cache.store(known, _record(known, binary, name))
+            else:
+                compiled, binary = found
+            self._binaries[key] = binary
         fixed = dict(self._dace_program.__sdfg_closure__())
         for value in list(fixed.values()):
             fixed.update(_closure_symbols(value))
-        fixed = {renames.get(name, name): value for name, value in fixed.items()}
-        self._builds[instance] = (compiled, fixed, layouts, timers)
+        fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
+        self._builds[instance] = (compiled, fixed, layouts, binary.timers)
         return self._builds[instance]
+
+    def _around(self, key: tuple) -> list:
+        """What a step's build depends on besides its code and closure (``step_cache``)."""
+        options = [self._device, self._copy_maps, self._pack_in_producers]
+        return [self.__name__, key, *options, self._in_place_min_bytes]
+
+    def _built_before(self, values: list[Any], known: step_cache.StepKey | None) -> Any:
+        """Collectively: the binary an earlier run built for this step, with what a call
+        needs besides, if every rank has its record of the same build; else ``None``."""
+        record = None if known is None else step_cache.load(known)
+        names = self._comm.allgather(None if record is None else record.sdfg_name)
+        if record is None or len(set(names)) > 1:
+            return None
+        data = [BY_PREFIX[prefix] for prefix in known.prefixes]
+        binary = _Binary(
+            record.folder,
+            [(i, data[k].plans[plan], known.prefixes[k]) for i, k, plan in record.exchanged],
+            {p: new for p, new in zip(known.prefixes, record.renamed) if new is not None},
+            [tuple(timer) for timer in record.timers],
+        )
+        failure = None
+        try:
+            _check_exchanged(self._dace_program.argnames, values, binary.exchanged)
+        except FieldError as error:
+            failure = error
+        self._raise_on_every_rank(failure)
+        log.debug("%s: built in an earlier run, loaded from %s", self.__name__, record.folder)
+        return load_precompiled_sdfg(record.folder), binary
+
+    def _compile(self, values: list[Any], layouts: list) -> tuple[Any, _Binary, str]:
+        """Collectively: the step lowered on every rank, compiled on one, loaded on all; with
+        what a call needs besides, and the compiled SDFG's name."""
+        failure: Exception | None = None
+        try:
+            sdfg, _, exchanged, prefixes, timers = self._lower(values, layouts)
+            _check_exchanged(self._dace_program.argnames, values, exchanged)
+        except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
+            failure = error
+        arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
+        self._raise_on_every_rank(failure)
+        self._check_programs_agree(sdfg, values, layouts)
+        # a build folder of this name holds the same step built alike: reused, even from
+        # an earlier run
+        with (
+            codegen_config(self._device),
+            dace.config.set_temporary("compiler", "use_cache", value=True),
+        ):
+            compiled = build_on_root(
+                self._comm,
+                build=sdfg.compile,
+                share=lambda _: sdfg.build_folder,
+                load=load_precompiled_sdfg,
+            )
+        folder = os.path.abspath(self._comm.bcast(sdfg.build_folder))
+        return compiled, _Binary(folder, exchanged, prefixes, timers), sdfg.name
 
     def _raise_on_every_rank(self, failure: Exception | None) -> None:
         """Collectively: if a rank could not lower the step or its arguments do not fit it,
@@ -298,10 +352,11 @@ class Program:
             f"every rank, with the same exchanges in the same order. First difference:\n{where}"
         )
 
+    def _descriptors(self, values: list[Any], layouts: list) -> list[Any]:
+        return [_symbolic_descriptor(v, lay, self._device) for v, lay in zip(values, layouts)]
+
     def _parse(self, values: list[Any], layouts: list) -> dace.SDFG:
-        descriptors = [
-            _symbolic_descriptor(v, layout, self._device) for v, layout in zip(values, layouts)
-        ]
+        descriptors = self._descriptors(values, layouts)
         try:
             # what DaCe would drop or leave to Python is an error
             with translated_once(), warnings.catch_warnings():
@@ -339,7 +394,7 @@ class Program:
     def _lower_anew(self, values: list[Any], layouts: list) -> Lowering:
         sdfg = self._parse(values, layouts)
         exchanged = _exchanged_arguments(sdfg, self._dace_program.argnames)
-        renames = canonical_names(sdfg)
+        prefixes = canonical_names(sdfg)
         # DaCe gives each node it adds without debug info the line of its caller, found by
         # inspecting the whole stack (most of a large step's lowering); the nodes lowering
         # adds get none: their lines would be ours, not the user's
@@ -359,13 +414,35 @@ class Program:
         timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
-        return sdfg, report, exchanged, renames, timers
+        return sdfg, report, exchanged, prefixes, timers
 
 
+#: An argument a step exchanges whole: its position, the plan, the exchange's closure prefix.
+Exchanged = tuple[int, ExchangePlan, str]
 #: What ``Program._lower`` returns.
-Lowering = tuple[
-    dace.SDFG, FusionReport, list[tuple[int, ExchangePlan]], dict[str, str], list[tuple[str, str]]
-]
+Lowering = tuple[dace.SDFG, FusionReport, list[Exchanged], dict[str, str], list[tuple[str, str]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Binary:
+    """A compiled step's folder, and what each call needs besides (``Program._build``)."""
+
+    folder: str
+    exchanged: list[Exchanged]
+    prefixes: dict[str, str]  # closure prefixes renamed (``canonical_names``)
+    timers: list[tuple[str, str]]
+
+
+def _record(known: step_cache.StepKey, binary: _Binary, name: str) -> step_cache.Record:
+    """What later runs need of a build: ``binary`` by the positions of ``known``'s prefixes."""
+    position = {prefix: k for k, prefix in enumerate(known.prefixes)}
+    return step_cache.Record(
+        name,
+        binary.folder,
+        tuple(binary.prefixes.get(prefix) for prefix in known.prefixes),
+        tuple((i, position[prefix], plan.name) for i, plan, prefix in binary.exchanged),
+        tuple(map(tuple, binary.timers)),
+    )
 
 
 def build_digest(sdfg: dace.SDFG) -> str:
@@ -556,26 +633,29 @@ def _outline(sdfg: dace.SDFG) -> list[str]:
     return found
 
 
-def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[tuple[int, ExchangePlan]]:
+def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[Exchanged]:
     """The step's arguments that its exchanges exchange whole (by position), with each
-    exchange's plan: the arguments every call is checked against (``_check_exchanged``)."""
+    exchange's plan and closure prefix: the arguments every call is checked against
+    (``_check_exchanged``)."""
     found = []
     for state in sdfg.states():
         for node in state.nodes():
             if not isinstance(node, EXCHANGE_NODES):
                 continue
-            for edge in state.in_edges(node):
+            edges = state.in_edges(node)
+            prefix = next(process_prefix(e.data.data) for e in edges if e.dst_conn == "_comm")
+            for edge in edges:
                 name = edge.data.data
                 whole = dace.subsets.Range.from_array(sdfg.arrays[name]) == edge.data.subset
                 if edge.dst_conn.startswith("_f") and name in names and whole:
-                    found.append((names.index(name), PLANS[node.spec.uid]))
+                    found.append((names.index(name), PLANS[node.spec.uid], prefix))
     return found
 
 
-def _check_exchanged(names: list[str], values: list[Any], exchanged: list) -> None:
+def _check_exchanged(names: list[str], values: list[Any], exchanged: list[Exchanged]) -> None:
     """What the runtime exchange checks of its fields, for the arguments a step exchanges: a
     ``FieldError`` naming the argument, before anything is posted."""
-    for index, plan in exchanged:
+    for index, plan, _ in exchanged:
         field_spec(plan, values[index], names[index])
 
 

@@ -109,6 +109,10 @@ class _CompiledCall:
         """DaCe's preprocessor collects a program's closure arrays through this."""
         return self._data().closure()
 
+    def __gt4py_halo_key__(self) -> str:
+        """What its SDFG depends on, besides its arguments (``compiled/step_cache.py``)."""
+        return f"{type(self).__name__}:{self._data().key()}"
+
     def _data(self) -> Any:
         from gt4py_halo.compiled.convertible import CompiledExchangeData
 
