@@ -190,3 +190,36 @@ def test_a_build_loaded_twice_in_one_process_says_nothing(tmp_path):
     assert first == second
     assert "already loaded" not in done.stderr, done.stderr
     assert len(list(tmp_path.rglob("libstep_*.so"))) == 1  # built once
+
+
+def test_repeated_calls_keep_dace_call_hooks():
+    """A call with the last call's arguments skips DaCe's ``fast_call`` Python, but not the
+    compiled-SDFG call hooks a user registered (DaCe's instrumentation): every call runs them,
+    and the halos are written every time."""
+    import dace
+    import numpy as np
+    from mpi4py import MPI
+
+    import gt4py_halo as gh
+
+    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
+    ex = gh.make_exchange(d, backend="mpi")
+
+    @gh.program(comm=MPI.COMM_SELF)
+    def step(a):
+        ex.exchange(a)
+
+    a = np.zeros(d.allocated_shape)
+    calls = []
+    hook = dace.hooks.register_compiled_sdfg_call_hook(before_hook=lambda *_: calls.append(1))
+    try:
+        for n in range(3):
+            a[d.owned] = n + 1
+            step(a)
+            assert (a == n + 1).all()  # periodic: every halo cell from an owned one
+    finally:
+        dace.hooks.unregister_compiled_sdfg_call_hook(hook)
+    assert len(calls) == 3
+    a[d.owned] = 7
+    step(a)  # without hooks
+    assert (a == 7).all() and len(calls) == 3
