@@ -8,7 +8,8 @@ along both (every other row of an array, say) is exchanged as a dense copy, its 
 back at the wait. Tests check that GHEX fills exactly the halos the exchange plan describes.
 
 What is built once: the context, one pattern per (plan, level shape), field descriptors per
-field array, and pools of communication objects: GHEX runs one exchange per communication
+field array, GHEX's buffer infos (a pattern applied to a descriptor) per field set, and pools
+of communication objects: GHEX runs one exchange per communication
 object at a time, so split-phase exchanges in flight each take one from a pool. pyghex
 exchanges one C++ buffer type (dtype, number of axes, memory layout) per call, so fields of
 different types in one call travel as one GHEX exchange per type, and a communication object
@@ -155,6 +156,7 @@ class GhexTransport:
             self._context = make_context(decomposition.comm)
         self._patterns: dict[str, Any] = {}
         self._descriptors = IdentityCache(DESCRIPTOR_CACHE_SIZE)
+        self._bound = IdentityCache(DESCRIPTOR_CACHE_SIZE)  # buffer infos per field set
         self._idle_objects: dict[tuple[str, type], list[Any]] = {}
 
     @classmethod
@@ -167,7 +169,31 @@ class GhexTransport:
         patterns = self._patterns_of(plan)  # collective, at the first exchange of a plan
         if 0 in plan.local_shape:  # no entries of this dim here: no neighbours, nothing to move
             return PendingGhexExchange([], (), [])  # (and GHEX describes no empty field)
-        applied, staged = [], []
+        bound = self._bound.get(plan.name, arrays)  # the same arrays: the same specs
+        staged: list = []
+        if bound is None:
+            bound, staged = self._buffer_infos(plan, patterns, arrays, specs)
+        groups, _ = bound
+        started = []
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
+        for kind, group in groups:
+            pool = self._idle_objects.setdefault((plan.name, kind), [])
+            co = pool.pop() if pool else self._new_communication_object()
+            started.append((co.exchange(group), co, pool))
+        if rec:  # GHEX packs and posts in one call
+            rec.event("post", t, {"GHEX exchanges (one per buffer type)": len(started)})
+        # GHEX reads the fields, their descriptors and buffer infos until the wait
+        return PendingGhexExchange(started, (arrays, bound), staged)
+
+    def _buffer_infos(
+        self, plan: ExchangePlan, patterns: Any, arrays: Sequence[Any], specs: tuple
+    ) -> tuple[tuple[list[tuple[type, list[Any]]], list[Any]], list]:
+        """GHEX's buffer infos (pattern applied to field descriptor) of ``arrays``, grouped
+        by C++ buffer type, with the descriptors they point to; and the fields exchanged
+        through dense copies. Kept for when the same arrays come again, unless a field is
+        copied or has no view that does not reference it."""
+        applied, descriptors, staged, keep = [], [], [], True
         for position, (array, spec) in enumerate(zip(arrays, specs)):
             _check_device(array, position)
             pattern, domain = patterns.pattern(spec)
@@ -180,22 +206,17 @@ class GhexTransport:
                 dense[...] = array
                 descriptor = patterns.descriptor(domain, dense, spec, position)
                 staged.append((array, dense, self._decomposition.halo_lids[plan.name]))
+            keep = keep and not staged and unowned_view(array) is not None
+            descriptors.append(descriptor)
             applied.append(pattern(descriptor))
         # pyghex takes one C++ buffer type (dtype, axes, layout) per call: one call per group
         groups: dict[type, list[Any]] = {}
         for item in applied:
             groups.setdefault(type(item), []).append(item)
-        started = []
-        rec = profiling.recorder
-        t = rec.now() if rec else 0.0
-        for kind, group in groups.items():
-            pool = self._idle_objects.setdefault((plan.name, kind), [])
-            co = pool.pop() if pool else self._new_communication_object()
-            started.append((co.exchange(group), co, pool))
-        if rec:  # GHEX packs and posts in one call
-            rec.event("post", t, {"GHEX exchanges (one per buffer type)": len(started)})
-        # GHEX reads the fields, their descriptors and buffer infos until the wait
-        return PendingGhexExchange(started, (arrays, applied), staged)
+        bound = (list(groups.items()), descriptors)
+        if keep:
+            self._bound.put(plan.name, arrays, bound)
+        return bound, staged
 
     def _patterns_of(self, plan: ExchangePlan) -> Any:
         if plan.name not in self._patterns:
