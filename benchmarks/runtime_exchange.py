@@ -219,20 +219,23 @@ def fresh_fields(d: gh.CartesianDecomposition, nfields: int) -> list[np.ndarray]
 
 
 def compiled_exchange(ex: gh.Exchange, nfields: int) -> Callable[..., None]:
-    """A ``@gh.program`` of the exchange of ``nfields`` fields alone (DaCe takes no *args)."""
-    if nfields == 1:
+    """A ``@gh.program`` of the exchange of ``nfields`` fields alone (DaCe takes no *args:
+    one function per field count of ``CASES``)."""
 
-        @gh.program
-        def exchange_1(u0):
-            ex.exchange(u0)
+    def exchange_1(u0):
+        ex.exchange(u0)
 
-        return exchange_1
+    def exchange_3(u0, u1, u2):
+        ex.exchange(u0, u1, u2)
 
-    @gh.program
+    def exchange_4(u0, u1, u2, u3):
+        ex.exchange(u0, u1, u2, u3)
+
     def exchange_10(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9):
         ex.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
 
-    return exchange_10
+    steps = {1: exchange_1, 3: exchange_3, 4: exchange_4, 10: exchange_10}
+    return gh.program(steps[nfields])
 
 
 #: Compiled exchanges by (implementation, decomposition): built once, by ``verify``.
