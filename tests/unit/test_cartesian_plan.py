@@ -48,3 +48,22 @@ def test_segments_are_aligned_and_ordered():
     offsets, nbytes = segment_offsets(5, specs)
     assert offsets == (0, 64)  # 5 cells * 3 levels * 4 bytes = 60, aligned to 8
     assert nbytes == 64 + 5 * 8
+
+
+def _cells(boxes) -> list[tuple[int, ...]]:
+    """The cells of ``boxes`` in message order: box by box, C order inside."""
+    return [cell for box in boxes for cell in itertools.product(*map(range, box.start, box.stop))]
+
+
+def test_coalesced_boxes_hold_the_same_cells_in_the_same_order():
+    """What the runtime exchange copies box by box (``packing.py``) in fewer copies: a halo
+    row of corner, face and corner is one box, and the message layout does not change."""
+    merged_any = False
+    for shape, halo in [((6, 5), ((1, 2), (1, 1))), ((7, 6, 4), (2, 1, 1)), ((9, 4), (3, 0))]:
+        d = gh.CartesianDecomposition(shape, halo=halo, periodic=True)
+        for neighbour in d.plan().neighbours:
+            for region in (neighbour.send, neighbour.recv):
+                coalesced = region.coalesced()
+                assert _cells(coalesced) == _cells(region.boxes)
+                merged_any |= len(coalesced) < len(region.boxes)
+    assert merged_any

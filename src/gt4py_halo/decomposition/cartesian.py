@@ -134,14 +134,16 @@ class CartesianDecomposition:
             directions.append(Direction(direction, NO_RANK if peer is None else peer))
             if peer is None:
                 continue
+            # boxes ordered by where they lie at the receiver (its direction), the same on
+            # both sides: a receiver's halo row of corner, face and corner comes in order and
+            # is unpacked as one box (BoxRegion.coalesced)
             send_box = self._box(direction, sending=True)
             if send_box is not None:
-                sends.setdefault(peer, []).append((direction, send_box))
+                receiver_direction = tuple(-d for d in direction)
+                sends.setdefault(peer, []).append((receiver_direction, send_box))
             recv_box = self._box(direction, sending=False)
             if recv_box is not None:
-                # keyed by the direction the sender sees, so both sides order boxes alike
-                sender_direction = tuple(-d for d in direction)
-                recvs.setdefault(peer, []).append((sender_direction, recv_box))
+                recvs.setdefault(peer, []).append((direction, recv_box))
         neighbours = tuple(
             NeighbourExchange(
                 rank=peer,

@@ -56,6 +56,36 @@ class BoxRegion:
     def count(self) -> int:
         return sum(box.size for box in self.boxes)
 
+    def coalesced(self) -> tuple[Box, ...]:
+        """The same cells in the same order in as few boxes as box-by-box order allows: two
+        boxes in a row merge where they meet along one axis, agree on the axes after it and
+        have extent 1 on the axes before it (so that the merged box's C order is the two
+        boxes' one after the other). A halo row of corner, face and corner is one copy."""
+        merged = list(self.boxes[:1])
+        for box in self.boxes[1:]:
+            joined = _joined(merged[-1], box)
+            if joined is None:
+                merged.append(box)
+            else:
+                merged[-1] = joined
+        return tuple(merged)
+
+
+def _joined(first: Box, second: Box) -> Box | None:
+    """One box holding ``first`` then ``second`` in C order, if there is one."""
+    for axis in range(len(first.start)):
+        if (
+            first.stop[axis] == second.start[axis]
+            and all(first.shape[k] == second.shape[k] == 1 for k in range(axis))
+            and first.start[:axis] == second.start[:axis]
+            and first.start[axis + 1 :] == second.start[axis + 1 :]
+            and first.stop[axis + 1 :] == second.stop[axis + 1 :]
+        ):
+            return Box(
+                first.start, (*first.stop[:axis], second.stop[axis], *first.stop[axis + 1 :])
+            )
+    return None
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class IndexRegion:

@@ -43,7 +43,7 @@ def _region_views(
     if not isinstance(region, BoxRegion):
         return [(xp.asarray(region.indices), segment)]
     views, start = [], 0
-    for box in region.boxes:
+    for box in region.coalesced():
         view = segment[start : start + box.size].reshape(box.shape + spec.level_shape)
         views.append((box.slices, view))
         start += box.size
