@@ -33,6 +33,7 @@ import logging
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,9 @@ def step_key(dace_program: Any, descriptors: list, around: Any) -> StepKey | Non
     has none (module docstring). Runs DaCe's preprocessor, which resolves the closure: as
     collective as the parse (it makes the exchanges' plan data on first use)."""
     try:
-        tree, closure = _preprocessed(dace_program, descriptors)
+        with warnings.catch_warnings():  # what it warns of, the parse reports (or raises)
+            warnings.simplefilter("ignore")
+            tree, closure = _preprocessed(dace_program, descriptors)
     except Exception:  # the parse reports it
         log.debug("step %s not preprocessed: no key", dace_program.name, exc_info=True)
         return None
