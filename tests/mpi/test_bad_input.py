@@ -343,10 +343,12 @@ def test_runtime_fields_that_differ_between_ranks(comm, theirs):
     ex.exchange(filled_local(d, (), np.float64))  # the exchange still works for all
 
 
-def test_a_step_called_late_on_some_ranks_is_reported(comm, monkeypatch, capfd):
+@pytest.mark.parametrize("late", ["last", "first"])
+def test_a_step_called_late_on_some_ranks_is_reported(comm, monkeypatch, capfd, late):
     """A compiled step is collective. Ranks that call it while others do not (yet) wait for
-    them, and say so on stderr (every ``REPORT_AFTER_S``) naming themselves and the step,
-    instead of waiting silently; when the others come, the step runs."""
+    them, and say so on stderr (every ``REPORT_AFTER_S``) naming the step and whom they wait
+    for, instead of waiting silently: rank 0 names the ranks that have not come, the others
+    whether rank 0 has. When the others come, the step runs."""
     from gt4py_halo import build_once
 
     if comm.size == 1:
@@ -360,11 +362,44 @@ def test_a_step_called_late_on_some_ranks_is_reported(comm, monkeypatch, capfd):
         ex.exchange(a)
 
     field = filled_local(d, (), np.float64)
-    if comm.rank > 0:
+    late_rank = comm.size - 1 if late == "last" else 0
+    if comm.rank == late_rank:
         time.sleep(1.5)
     late_step(field)
     np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
     reports = capfd.readouterr().err
+    if comm.rank == late_rank:
+        assert "has waited" not in reports
+        return
+    assert f"rank {comm.rank} of {comm.size} has waited" in reports
+    assert "to build 'late_step'" in reports
     if comm.rank == 0:
-        assert f"rank 0 of {comm.size} has waited" in reports
-        assert "to build 'late_step'" in reports
+        assert f"for rank {late_rank} to build" in reports
+    elif late_rank == 0:
+        assert "for rank 0, which has not come" in reports
+    else:
+        assert "rank 0 has come, and names them" in reports
+
+
+def test_ranks_that_build_different_steps_all_raise(comm):
+    """Ranks that call different steps at once (a bug: steps are collective) meet to build
+    them, see that they differ and raise ``RanksDisagreeError`` naming each rank's step,
+    instead of going on with a build whose collectives do not match."""
+    if comm.size == 1:
+        pytest.skip("needs ranks that differ")
+    d = gh.CartesianDecomposition((8, 6), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step_a(a):
+        ex.exchange(a)
+
+    @gh.program(comm=comm)
+    def step_b(a):
+        ex.exchange(a)
+
+    field = filled_local(d, (), np.float64)
+    with pytest.raises(gh.RanksDisagreeError, match=r"rank 0: 'step_a', rank 1: 'step_b'"):
+        (step_a if comm.rank == 0 else step_b)(field)
+    step_a(field)  # the ranks go on together
+    np.testing.assert_array_equal(field, expected_local(d, (), np.float64))

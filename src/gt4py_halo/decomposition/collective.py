@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from mpi4py import MPI
 
+from gt4py_halo.build_once import open_meeting_place
 from gt4py_halo.errors import DecompositionError, RanksDisagreeError
 from gt4py_halo.gt4py_support import warn_if_oversubscribed
 
@@ -39,6 +40,7 @@ def private_communicator(owner: object, comm: MPI.Comm | None) -> MPI.Comm:
     if not isinstance(comm, MPI.Intracomm):
         raise DecompositionError(f"comm must be an mpi4py intracommunicator, got {comm!r}")
     warn_if_oversubscribed()
+    open_meeting_place(comm)  # for the builds of steps on these ranks (build_once)
     duplicate = comm.Dup()
     weakref.finalize(owner, free_communicator, duplicate)
     return duplicate
