@@ -100,7 +100,8 @@ class CompiledExchangeData:
         #: the plans exchanged, by name
         self.plans: dict[str, ExchangePlan] = {}
         for dim in getattr(decomposition, "dims", (None,)):
-            plan = self.plans.setdefault(decomposition.plan(dim).name, decomposition.plan(dim))
+            plan = decomposition.plan(dim)
+            self.plans[plan.name] = plan
             for what in reads:
                 name = self.name(plan, what)
                 self.arrays[name] = PLAN_DATA[what](self, plan)

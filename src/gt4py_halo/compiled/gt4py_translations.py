@@ -88,6 +88,14 @@ def _key(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple[str | N
     return program_key(self, kwargs.get("column_axis"), arguments_seen)
 
 
+def dace_settings() -> dict:
+    """DaCe's configuration as far as it shapes what DaCe makes: all of it but the folder
+    builds go to (set per process by GT4Py)."""
+    settings = dict(dace.Config.get())
+    settings.pop("default_build_folder", None)
+    return settings
+
+
 def program_key(
     program: Any, column_axis: Any = None, arguments_seen: list | None = None
 ) -> tuple[str | None, bool]:
@@ -124,15 +132,13 @@ def program_key(
             array = np.ascontiguousarray(table.asnumpy())
             tables.update(f"{name}:{array.dtype}:{array.shape}:".encode())
             tables.update(array.tobytes())
-    settings = dict(dace.Config.get())
-    settings.pop("default_build_folder", None)
     around = json.dumps(
         [
             gt4py.__version__,
             dace.__version__,
             repr(translator),
             arguments_seen,
-            settings,
+            dace_settings(),
             tables.hexdigest(),
         ],
         sort_keys=True,

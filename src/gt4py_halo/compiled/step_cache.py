@@ -43,7 +43,7 @@ import numpy as np
 from dace.frontend.python import preprocessing
 
 from gt4py_halo.compiled.convertible import process_prefix
-from gt4py_halo.compiled.gt4py_translations import program_key
+from gt4py_halo.compiled.gt4py_translations import dace_settings, program_key
 
 log = logging.getLogger(__name__)
 
@@ -213,10 +213,8 @@ def _described(node: Any, parts: list) -> bool:
 
 def _toolchain() -> str:
     """Python, DaCe (with its configuration), GT4Py and gt4py_halo's own sources."""
-    settings = dict(dace.Config.get())
-    settings.pop("default_build_folder", None)
     return json.dumps(
-        [sys.version, dace.__version__, gt4py.__version__, settings, _sources()],
+        [sys.version, dace.__version__, gt4py.__version__, dace_settings(), _sources()],
         sort_keys=True,
         default=str,
     )

@@ -198,7 +198,9 @@ class GhexTransport:
             _check_device(array, position)
             pattern, domain = patterns.pattern(spec)
             try:
-                descriptor = self._descriptor(plan, patterns, domain, array, spec, position)
+                descriptor, unowned = self._descriptor(
+                    plan, patterns, domain, array, spec, position
+                )
             except TypeError as error:  # GHEX takes no unstructured field with 2 strided axes
                 if "strides" not in str(error):
                     raise
@@ -206,7 +208,7 @@ class GhexTransport:
                 dense[...] = array
                 descriptor = patterns.descriptor(domain, dense, spec, position)
                 staged.append((array, dense, self._decomposition.halo_lids[plan.name]))
-            keep = keep and not staged and unowned_view(array) is not None
+            keep = keep and not staged and unowned
             descriptors.append(descriptor)
             applied.append(pattern(descriptor))
         # pyghex takes one C++ buffer type (dtype, axes, layout) per call: one call per group
@@ -236,17 +238,18 @@ class GhexTransport:
         array: Any,
         spec: FieldSpec,
         position: int,
-    ) -> Any:
+    ) -> tuple[Any, bool]:
+        """GHEX's descriptor of ``array``, and whether it holds no reference to ``array``
+        (then it is kept for when ``array`` comes again)."""
         tag = (plan.name, spec)
         descriptor = self._descriptors.get(tag, [array])
-        if descriptor is None:
-            view = unowned_view(array)
-            descriptor = patterns.descriptor(
-                domain, array if view is None else view, spec, position
-            )
-            if view is not None:  # else it references the array: not kept
-                self._descriptors.put(tag, [array], descriptor)
-        return descriptor
+        if descriptor is not None:
+            return descriptor, True
+        view = unowned_view(array)
+        descriptor = patterns.descriptor(domain, array if view is None else view, spec, position)
+        if view is not None:  # else it references the array: not kept
+            self._descriptors.put(tag, [array], descriptor)
+        return descriptor, view is not None
 
     def _new_communication_object(self) -> Any:
         if isinstance(self._decomposition, CartesianDecomposition):
