@@ -22,7 +22,7 @@ ICON4PY   := icon4py-common==0.4.1 icon4py-atmosphere-diffusion==0.4.1
 RUN_ENV   := PATH="$(CURDIR)/$(BIN):$$PATH" OMP_NUM_THREADS=1 \
              GT4PY_BUILD_CACHE_LIFETIME=persistent GT4PY_BUILD_CACHE_DIR="$(CURDIR)/.cache/gt4py"
 
-.PHONY: demo test install profile benchmark docs clean
+.PHONY: demo test install profile bench docs clean
 
 install: $(STAMP)
 
@@ -58,8 +58,33 @@ profile: $(DEMO)
 docs: $(STAMP)
 	$(RUN_ENV) $(BIN)/python -m pdoc -d restructuredtext -o build/docs gt4py_halo
 
-benchmark: $(STAMP)
-	$(RUN_ENV) mpirun -n 2 $(BIN)/python -m mpi4py benchmarks/runtime_exchange.py
+# every exchange benchmark against its peers (LLNL Comb, Devito, mpi4py, pyghex) and the
+# physical limit, into docs/benchmarks.md's summary and docs/benchmarks.png (~15 min here).
+# Comb builds from its sources, which nothing here fetches: COMB_SRC=a clone of
+# https://github.com/LLNL/Comb with its submodules (git clone --recursive). Devito gets a venv
+# of its own (it pins another NumPy).
+COMB_SRC  ?=
+DEVITO    := .venv-devito
+bench: $(STAMP) build/comb/bin/comb build/limits $(DEVITO)/.installed
+	$(BIN)/python -c "import matplotlib" 2>/dev/null || \
+		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[bench]"
+	$(RUN_ENV) $(BIN)/python benchmarks/bench.py --comb build/comb/bin/comb \
+		--devito-python $(DEVITO)/bin/python
+
+build/comb/bin/comb: | $(STAMP)
+	@test -n "$(COMB_SRC)" || { echo "make bench needs LLNL Comb's sources: \
+	make bench COMB_SRC=DIR, DIR a 'git clone --recursive https://github.com/LLNL/Comb.git'" >&2; \
+	exit 1; }
+	PATH="$(CURDIR)/$(BIN):$$PATH" benchmarks/build-comb.sh "$(COMB_SRC)" build/comb
+
+build/limits: benchmarks/limits.c | $(STAMP)
+	mkdir -p build
+	$(BIN)/mpicc -O2 -o $@ $<
+
+$(DEVITO)/.installed:
+	"$$(tools/find-python.sh)" -m venv $(DEVITO)
+	$(DEVITO)/bin/python -m pip install -q "mpich>=4.2" "mpi4py>=4.1" devito==4.8.23
+	touch $@
 
 clean:
-	rm -rf $(VENV) .cache build src/*.egg-info
+	rm -rf $(VENV) $(DEVITO) .cache build src/*.egg-info

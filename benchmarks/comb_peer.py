@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import json
 import re
 import statistics
 import subprocess
@@ -100,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--impls", default=",".join(OURS), help="passed to runtime_exchange.py")
     parser.add_argument("--repeats", type=int, default=60, help="runtime_exchange.py's samples")
+    parser.add_argument("--json", help="write the medians there too (seconds, by case)")
     args = parser.parse_args(argv)
+    comb = str(Path(args.comb).resolve())  # Comb runs in a folder of its own
     cases = [CASES[c.strip()] for c in args.cases.split(",") if c.strip()]
     impls = tuple(i.strip() for i in args.impls.split(",") if i.strip())
     samples: dict[str, dict[str, list[float]]] = {c.name: {} for c in cases}
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             for which in ("comb", "ours") if round_ % 2 == 0 else ("ours", "comb"):
                 if which == "comb":
                     cycles = CYCLES.get(case.name, 1000)
-                    times = {"comb": comb_seconds(args.comb, case, cycles)}
+                    times = {"comb": comb_seconds(comb, case, cycles)}
                 else:
                     times = ours_seconds(case, impls, args.repeats)
                 for name, seconds in times.items():
@@ -122,14 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("| case | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))
+    found = {}
     for case in cases:
         medians = {n: statistics.median(s) for n, s in samples[case.name].items()}
+        found[case.name] = medians
         cells = [runtime_exchange.fmt_time(medians["comb"])]
         cells += [
             f"{runtime_exchange.fmt_time(medians[n])} ({medians[n] / medians['comb']:.2f}x)"
             for n in impls
         ]
         print(f"| {case.label} | " + " | ".join(cells) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(found, indent=1))
     return 0
 
 

@@ -1,0 +1,226 @@
+"""``make bench``: every exchange benchmark against its peers and the physical limit, written
+into ``docs/benchmarks.md`` (its summary section) with a plot, ``docs/benchmarks.png``.
+
+It runs, on 2 ranks (each calls mpirun itself):
+
+1. ``build/limits`` (``benchmarks/limits.c``): the one-way latency of a small MPI message and
+   the copy bandwidth by size, measured here;
+2. ``benchmarks/comb_peer.py``: per case of ``benchmarks/runtime_exchange.py``, LLNL Comb
+   alternated with ours (compiled and runtime, both transports) and the Python peers
+   (mpi4py + NumPy, pyghex), medians over rounds;
+3. ``benchmarks/devito_peer.py``: the exchange overhead per step of a 2-D diffusion step,
+   ours compiled against Devito in each of its MPI modes.
+
+The limit of a case: every halo cell written once at the copy bandwidth of a copy that size
+(the halo bytes of a rank: all fields, halo cells of its block), plus one message latency (a
+rank's messages go to one neighbour rank here, and could all be in flight at once). No
+exchange can beat it; a ratio to it says how much is left to win.
+
+    make bench COMB_SRC=path/to/Comb        (or: python benchmarks/bench.py --comb ... )
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import comb_peer  # the cases, and how they are run
+
+CASES = comb_peer.CASES
+OURS = ("compiled-mpi", "compiled-ghex", "ours-mpi", "ours-ghex")
+PEERS = ("comb", "mpi4py", "pyghex")
+BEGIN = "<!-- make bench: from here to its end mark, benchmarks/bench.py writes this section -->"
+END = "<!-- make bench: end -->"
+RANKS = 2
+
+
+def halo_bytes(case) -> int:
+    """Bytes of halo one rank fills: blocks cut along the first axis over ``RANKS`` ranks."""
+    local = (case.global_shape[0] // RANKS, *case.global_shape[1:])
+    allocated = math.prod(n + 2 * h for n, h in zip(local, case.halo))
+    return (allocated - math.prod(local)) * case.nfields * 8
+
+
+def limit_seconds(case, limits: dict) -> float:
+    """The case's physical limit (module docstring)."""
+    size = halo_bytes(case)
+    measured = {int(n): bw for n, bw in limits["copy_bytes_per_s"].items()}
+    nearest = min(measured, key=lambda n: abs(math.log2(n) - math.log2(size)))
+    return limits["latency_s"] + size / measured[nearest]
+
+
+def run(command: list[str]) -> None:
+    print("+", " ".join(command), file=sys.stderr, flush=True)
+    subprocess.run(command, check=True)
+
+
+def fmt(seconds: float) -> str:
+    return comb_peer.runtime_exchange.fmt_time(seconds)
+
+
+def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> str:
+    """The summary section of docs/benchmarks.md."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout.strip()
+    lines = [
+        BEGIN,
+        "## Summary (`make bench`)",
+        "",
+        (
+            f"{datetime.date.today()}, commit {commit}, {platform.machine()} "
+            f"({os.cpu_count()} cores), 2 ranks; {args.rounds} rounds, medians; "
+            f"{minutes:.0f} min. Command: `make bench COMB_SRC=...` "
+            "(`benchmarks/bench.py`, whose docstring says what each number is)."
+        ),
+        "",
+        f"Measured limits: one-way latency {fmt(limits['latency_s'])}; copy bandwidth "
+        + ", ".join(
+            f"{int(n) // 1024} KiB {bw / 1e9:.0f} GB/s"
+            for n, bw in limits["copy_bytes_per_s"].items()
+            if int(n) in (1 << 12, 1 << 16, 1 << 20, 1 << 24)
+        )
+        + ".",
+        "",
+        "![ours against peers and the limit](benchmarks.png)",
+        "",
+        (
+            "Time per exchange (x the limit); last columns: our compiled exchange against the "
+            "case's best peer, and the best of ours against the limit."
+        ),
+        "",
+        "| case | limit | " + " | ".join((*OURS, *PEERS)) + " | compiled-mpi / best peer "
+        "| best ours / limit |",
+        "|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
+    ]
+    for name, times in exchange.items():
+        limit = limit_seconds(CASES[name], limits)
+        cells = [f"{fmt(times[i])} ({times[i] / limit:.1f}x)" for i in (*OURS, *PEERS)]
+        best_peer = min(times[p] for p in PEERS)
+        best_ours = min(times[i] for i in OURS)
+        lines.append(
+            f"| {CASES[name].label} | {fmt(limit)} | " + " | ".join(cells)
+            + f" | {times['compiled-mpi'] / best_peer:.2f}x | {best_ours / limit:.1f}x |"
+        )  # fmt: skip
+    lines += [
+        "",
+        (
+            "A 2-D diffusion step (halo 1, not periodic), exchange overhead per step (the step "
+            "minus the same step without exchange), ours compiled against Devito 4.8.23's best "
+            "MPI mode (`benchmarks/devito_peer.py`):"
+        ),
+        "",
+        "| grid | ours | Devito (best mode) | ours / Devito |",
+        "|---|---|---|---|",
+    ]
+    for n, found in devito.items():
+        ours = found["ours"]["exchange"] - found["ours"]["no exchange"]
+        dv = found["devito"]
+        theirs = dv[found["best"]] - dv["no exchange"]
+        lines.append(
+            f"| {n}x{n} | {fmt(ours)} | {fmt(theirs)} ({found['best']}) | {ours / theirs:.2f}x |"
+        )
+    return "\n".join([*lines, "", END])
+
+
+def plot(limits: dict, exchange: dict, devito: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [4, 1]}, layout="constrained"
+    )
+    impls = (*OURS, *PEERS)
+    width = 0.8 / len(impls)
+    colors = plt.get_cmap("tab10")
+    for k, impl in enumerate(impls):
+        xs = [i + (k - len(impls) / 2 + 0.5) * width for i in range(len(exchange))]
+        ys = [1e6 * times[impl] for times in exchange.values()]
+        hatch = None if impl in OURS else "//"
+        left.bar(xs, ys, width, label=impl, color=colors(k), hatch=hatch, edgecolor="white")
+    for i, name in enumerate(exchange):
+        limit = 1e6 * limit_seconds(CASES[name], limits)
+        left.hlines(limit, i - 0.45, i + 0.45, colors="black", linewidth=2,
+                    label="limit" if i == 0 else None)  # fmt: skip
+    left.set_yscale("log")
+    left.set_ylabel("time per exchange (us), 2 ranks")
+    left.set_xticks(range(len(exchange)), [CASES[n].label.replace(", ", "\n", 1)
+                                           for n in exchange], fontsize=8)  # fmt: skip
+    left.legend(fontsize=8, ncols=2)
+    left.set_title("Halo exchange: ours (solid) against peers (hatched) and the limit")
+    sizes = list(devito)
+    ours = [1e6 * (f["ours"]["exchange"] - f["ours"]["no exchange"]) for f in devito.values()]
+    theirs = [1e6 * (f["devito"][f["best"]] - f["devito"]["no exchange"])
+              for f in devito.values()]  # fmt: skip
+    xs = range(len(sizes))
+    right.bar([x - 0.2 for x in xs], ours, 0.4, label="ours compiled", color=colors(0))
+    right.bar([x + 0.2 for x in xs], theirs, 0.4, label="Devito (best mode)", color="grey")
+    right.set_xticks(list(xs), [f"{n}x{n}" for n in sizes])
+    right.set_ylabel("exchange overhead per step (us)")
+    right.set_title("2-D diffusion step")
+    right.legend(fontsize=8)
+    fig.savefig(path, dpi=110)
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace the summary section of ``path`` (or put it after the title)."""
+    text = path.read_text()
+    if BEGIN in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        title, rest = text.split("\n", 1)
+        text = f"{title}\n\n{section}\n{rest}"
+    path.write_text(text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--comb", required=True, help="the comb executable (build-comb.sh)")
+    parser.add_argument("--devito-python", required=True, help="a venv's Python with Devito")
+    parser.add_argument("--limits", default=str(ROOT / "build" / "limits"))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--docs", default=str(ROOT / "docs" / "benchmarks.md"))
+    args = parser.parse_args()
+    t0 = datetime.datetime.now()
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder)
+        mpirun = str(Path(sys.executable).parent / "mpirun")
+        limits = subprocess.run(
+            [mpirun, "-n", str(RANKS), args.limits], check=True, capture_output=True, text=True
+        ).stdout
+        run([sys.executable, str(HERE / "comb_peer.py"), "--comb", args.comb,
+             "--rounds", str(args.rounds), "--json", str(out / "exchange.json")])  # fmt: skip
+        run([sys.executable, str(HERE / "devito_peer.py"), "--devito-python",
+             args.devito_python, "--rounds", str(args.rounds),
+             "--json", str(out / "devito.json")])  # fmt: skip
+        exchange = json.loads((out / "exchange.json").read_text())
+        devito = json.loads((out / "devito.json").read_text())
+    limits = json.loads(limits)
+    minutes = (datetime.datetime.now() - t0).total_seconds() / 60
+    docs = Path(args.docs)
+    write_section(docs, report(limits, exchange, devito, args, minutes))
+    plot(limits, exchange, devito, docs.with_suffix(".png"))
+    print(f"wrote {docs} (its summary) and {docs.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
