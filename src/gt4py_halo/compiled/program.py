@@ -55,6 +55,7 @@ from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.compiled.gt4py_translations import translated_once
 from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
+from gt4py_halo.compiled.iteration_order import order_maps_by_strides
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
@@ -409,6 +410,8 @@ class Program:
             report.producers = lowered.producers
             if self._device == "gpu":
                 transform_for_gpu(sdfg, lowered.host_tasklets)
+            else:
+                order_maps_by_strides(sdfg)
         timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
