@@ -7,7 +7,9 @@ GT4Py's default fields hold ``I`` with unit stride: the innermost loop then jump
 column per iteration, and the compiler neither vectorizes it nor keeps its cache lines. A
 step knows at its build which stride of each argument is 1 (``Program`` builds per layout),
 so each map is reordered here to put innermost the parameter that indexes the unit-stride
-axis of most of the data it reads and writes. The iterations of a map are independent, so the
+axis of the data it reads and writes, and outermost the ones that index the axes farthest
+from it (strides grow away from the unit-stride axis in C and Fortran order alike: GT4Py's
+default 3-D fields hold ``K`` outermost). The iterations of a map are independent, so the
 order changes nothing but speed; maps that accumulate (write-conflict resolution, whose sums
 would be made in another order) keep theirs.
 """
@@ -32,7 +34,7 @@ def order_maps_by_strides(sdfg: dace.SDFG) -> int:
 
 def _reorder(entry: nodes.MapEntry, state: dace.SDFGState) -> bool:
     params = list(entry.map.params)
-    votes: Counter[str] = Counter()
+    distances: dict[str, Counter[int]] = {p: Counter() for p in params}
     for edge in state.scope_subgraph(entry, include_entry=True, include_exit=True).edges():
         memlet = edge.data
         if memlet.is_empty() or memlet.data not in state.sdfg.arrays:
@@ -41,19 +43,22 @@ def _reorder(entry: nodes.MapEntry, state: dace.SDFGState) -> bool:
             return False
         desc = state.sdfg.arrays[memlet.data]
         subset = memlet.subset
-        if subset is None or len(subset) != len(desc.strides):
+        units = [k for k, n in enumerate(desc.strides) if n == 1 and desc.shape[k] != 1]
+        if subset is None or len(subset) != len(desc.strides) or len(units) != 1:
             continue
-        for axis, stride in enumerate(desc.strides):
-            if stride == 1 and desc.shape[axis] != 1:
-                index = subset[axis][0] if isinstance(subset[axis], tuple) else subset[axis]
-                used = {str(s) for s in getattr(index, "free_symbols", ())}
-                votes.update(p for p in params if p in used)
-    if not votes:
+        for axis in range(len(desc.strides)):
+            index = subset[axis][0] if isinstance(subset[axis], tuple) else subset[axis]
+            used = {str(s) for s in getattr(index, "free_symbols", ())}
+            for p in params:
+                if p in used:
+                    distances[p][abs(axis - units[0])] += 1
+    # farthest from the unit-stride axis outermost (strides grow away from it: C order,
+    # Fortran order); a parameter indexing no such array keeps its place among the outer ones
+    far = max((d for c in distances.values() for d in c), default=0) + 1
+    reach = {p: c.most_common(1)[0][0] if c else far for p, c in distances.items()}
+    order = sorted(range(len(params)), key=lambda i: -reach[params[i]])
+    if order == list(range(len(params))) or reach[params[order[-1]]] != 0:
         return False
-    inner = max(params, key=lambda p: (votes[p], p == params[-1]))
-    if inner == params[-1] or votes[inner] == votes[params[-1]]:
-        return False
-    order = [i for i, p in enumerate(params) if p != inner] + [params.index(inner)]
     ranges = entry.map.range.ranges
     entry.map.params = [params[i] for i in order]
     entry.map.range = dace.subsets.Range([ranges[i] for i in order])
