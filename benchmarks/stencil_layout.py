@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import statistics
 import sys
 import time
@@ -35,16 +36,30 @@ SHAPE = (70, 134, 80)  # the large case's block on 2 ranks, halo included
 I, J, K = compiled_step.I, compiled_step.J, compiled_step.K
 
 
-def fields(layout: str, n: int) -> list[gtx.Field]:
-    rng = np.random.default_rng(0)
+def fields(layout: str, n: int, first: int = 0) -> list:
+    """``n`` fields of one layout: GT4Py's default, C-ordered (``compiled_step.as_field``), or
+    NumPy arrays in GT4Py's default strides placed at the same address modulo 4 KiB
+    (``aligned``, as GT4Py's allocator places them) or at addresses ``staggered`` by 832
+    bytes (``first`` numbers the fields, so inputs and outputs differ too)."""
     made = []
-    for _ in range(n):
-        a = rng.random(SHAPE)
+    for k in range(first, first + n):
+        a = np.random.default_rng(k).random(SHAPE)
         if layout == "default":
             made.append(gtx.as_field([I, J, K], a))
-        else:
+        elif layout == "C-ordered":
             made.append(compiled_step.as_field(a))
+        else:
+            padded = (72, SHAPE[1], SHAPE[2])  # I padded to 72, as GT4Py's default fields
+            memory = np.empty(math.prod(padded) * 8 + 8192, dtype=np.uint8)
+            offset = (-memory.ctypes.data) % 4096 + (832 * k % 4096 if layout == STAGGERED else 0)
+            view = np.ndarray(SHAPE, np.float64, memory, offset, (8, 8 * 72, 8 * 72 * SHAPE[1]))
+            view[...] = a
+            made.append(view)
     return made
+
+
+STAGGERED = "Fortran-ordered, staggered"
+LAYOUTS = ("C-ordered", "default", "Fortran-ordered, aligned", STAGGERED)
 
 
 def main() -> None:
@@ -70,16 +85,19 @@ def main() -> None:
 
     runs = {}
     results = {}
-    for layout in ("C-ordered", "default"):
-        u, v = fields(layout, 10), fields(layout, 10)
-        strides = tuple(s // 8 for s in u[0].ndarray.strides)
-        for how, call in (("compiled step", stencils), ("GT4Py from Python", diffuse_10)):
+    for layout in LAYOUTS:
+        u, v = fields(layout, 10), fields(layout, 10, first=10)
+        array = getattr(u[0], "ndarray", u[0])
+        strides = tuple(s // 8 for s in array.strides)
+        hows = {"compiled step": stencils}
+        if layout in ("C-ordered", "default"):  # GT4Py programs take GT4Py fields only
+            hows["GT4Py from Python"] = diffuse_10
+        for how, call in hows.items():
             call(*u, *v, *bounds)  # built (or loaded) before timing
             runs[(layout, how)] = (lambda call=call, u=u, v=v: call(*u, *v, *bounds), strides)
-            results[(layout, how)] = np.concatenate([f.asnumpy().ravel() for f in v])
-    for layout in ("C-ordered", "default"):  # the same bits everywhere
-        for how in ("compiled step", "GT4Py from Python"):
-            assert np.array_equal(results[(layout, how)], results[("C-ordered", "compiled step")])
+            results[(layout, how)] = np.concatenate([np.asarray(f).ravel() for f in v])
+    first = next(iter(results.values()))
+    assert all(np.array_equal(r, first) for r in results.values())  # the same bits everywhere
     samples = {key: [] for key in runs}
     for r in range(args.rounds):
         for key in list(runs)[r % len(runs) :] + list(runs)[: r % len(runs)]:
@@ -90,10 +108,12 @@ def main() -> None:
     print(f"10 fields of {'x'.join(map(str, SHAPE))}, one process, {args.rounds} rounds\n")
     print("| fields (strides in elements) | compiled step | GT4Py from Python |")
     print("|---|---|---|")
-    for layout in ("C-ordered", "default"):
+    for layout in LAYOUTS:
         strides = runs[(layout, "compiled step")][1]
         cells = [
             f"{1e3 * statistics.median(samples[(layout, how)]):.1f} ms"
+            if (layout, how) in samples
+            else "-"
             for how in ("compiled step", "GT4Py from Python")
         ]
         print(f"| {layout} {strides} | " + " | ".join(cells) + " |")
