@@ -288,9 +288,9 @@ def as_field(a: np.ndarray) -> gtx.Field:
     """A GT4Py field on a C-ordered copy of ``a`` (K contiguous).
 
     Not gt4py's default layout: ``gtx.as_field`` allocates I-contiguous, K-outermost buffers
-    (strides (1, 72, 9648) elements for 70x134x80), while the DaCe CPU backend's map for
-    ``diffuse`` runs K innermost; on those buffers the stencil is about 10x slower (10 fields
-    of 128x128x80 on one process: 247 ms against 25 ms here), which would bury the exchange.
+    (strides (1, 72, 9648) elements for 70x134x80), all starting at the same address modulo
+    4 KiB; on those the 10-field stencil is 3-4x slower (``benchmarks/stencil_layout.py``,
+    docs/benchmarks.md "Loop order on GT4Py's default fields"), which would bury the exchange.
     """
     field = gtx.as_field([I, J, K], np.ascontiguousarray(a), allocator=np)
     assert field.ndarray.flags.c_contiguous
