@@ -319,12 +319,17 @@ def test_compiled_unstructured_field_of_the_wrong_length(comm, extra):
         exchange_cells(wrong)
 
 
-@pytest.mark.parametrize("theirs", [((), np.float32), ((2,), np.float64)], ids=["dtype", "levels"])
+@pytest.mark.parametrize(
+    "theirs",
+    [((), np.float32), ((2,), np.float64), ((2,), np.float32)],
+    ids=["dtype", "levels", "same-size"],
+)
 def test_runtime_fields_that_differ_between_ranks(comm, theirs):
     """The last rank exchanges a field of another dtype or level count: its messages differ
-    in size. A rank that receives a message of the wrong size (shorter, or longer: truncated
-    by MPI) raises instead of unpacking it, naming the senders. No rank writes a wrong halo,
-    none hangs."""
+    in size, or (two levels of float32 against one of float64) only in what they hold. A
+    rank that receives a message of the wrong size (shorter, or longer: truncated by MPI) or
+    of fields of another signature (the 8 bytes after each message) raises instead of
+    unpacking it, naming the senders. No rank writes a wrong halo, none hangs."""
     if comm.size == 1:
         pytest.skip("needs at least two ranks")
     d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True, proc_grid=(comm.size, 1))

@@ -16,6 +16,8 @@ from functools import partial
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from gt4py_halo.decomposition.plan import (
     BoxRegion,
     ExchangePlan,
@@ -51,11 +53,16 @@ def _region_views(
 
 
 class MessageBuffer:
-    """One contiguous byte buffer holding every field's cells of one message."""
+    """One contiguous byte buffer holding every field's cells of one message, then
+    ``trailer`` (bytes a transport sends with every message, written once here)."""
 
-    def __init__(self, region: Region, specs: Sequence[FieldSpec], xp: ModuleType) -> None:
+    def __init__(
+        self, region: Region, specs: Sequence[FieldSpec], xp: ModuleType, trailer: bytes = b""
+    ) -> None:
         offsets, nbytes = segment_offsets(region.count, specs)
-        self.data = xp.empty(nbytes, dtype=xp.uint8)
+        self.data = xp.empty(nbytes + len(trailer), dtype=xp.uint8)
+        if trailer:
+            self.data[nbytes:] = xp.asarray(np.frombuffer(trailer, np.uint8))
         self._xp = xp
         self._views = [
             _region_views(region, _segment(self.data, offset, region.count, spec), spec, xp)
@@ -114,7 +121,9 @@ class Messages:
     are in flight.
     """
 
-    def __init__(self, plan: ExchangePlan, specs: Sequence[FieldSpec], xp: ModuleType) -> None:
+    def __init__(
+        self, plan: ExchangePlan, specs: Sequence[FieldSpec], xp: ModuleType, trailer: bytes = b""
+    ) -> None:
         self._xp = xp
         self.sends: list[tuple[int, MessageBuffer]] = []
         self.recvs: list[tuple[int, MessageBuffer]] = []
@@ -124,9 +133,11 @@ class Messages:
                 self._self_regions.append((neighbour.send, neighbour.recv))
                 continue
             if neighbour.send.count:
-                self.sends.append((neighbour.rank, MessageBuffer(neighbour.send, specs, xp)))
+                buffer = MessageBuffer(neighbour.send, specs, xp, trailer)
+                self.sends.append((neighbour.rank, buffer))
             if neighbour.recv.count:
-                self.recvs.append((neighbour.rank, MessageBuffer(neighbour.recv, specs, xp)))
+                buffer = MessageBuffer(neighbour.recv, specs, xp, trailer)
+                self.recvs.append((neighbour.rank, buffer))
         self._bound = IdentityCache(BOUND_FIELD_SETS)
 
     def bind(self, arrays: Sequence[Any]) -> tuple[list[Copy], list[Copy], list[Copy]]:

@@ -12,6 +12,7 @@ allocated once, like the device buffers.
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -56,7 +57,8 @@ class MessageSet:
         xp: ModuleType,
     ) -> None:
         staged = xp is not np and not _cuda_aware()
-        self._messages = Messages(plan, specs, xp)
+        self._signature = signature(specs)
+        self._messages = Messages(plan, specs, xp, self._signature)
         self._send_wires = [_Wire(buffer, staged) for _, buffer in self._messages.sends]
         self._recv_wires = [_Wire(buffer, staged) for _, buffer in self._messages.recvs]
         self._send_requests = [
@@ -102,9 +104,9 @@ class MessageSet:
         return MPI.Request.Testall(self._recv_requests + self._send_requests)
 
     def finish(self) -> None:
-        """Wait, then unpack; unless a message's size is not what this rank's fields need
-        (the ranks exchange fields of different dtypes or levels): then nothing is unpacked
-        and a ``RanksDisagreeError`` names the senders."""
+        """Wait, then unpack; unless a message's size or signature is not what this rank's
+        fields need (the ranks exchange fields of different dtypes or levels): then nothing
+        is unpacked and a ``RanksDisagreeError`` names the senders."""
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         try:
@@ -118,15 +120,9 @@ class MessageSet:
                     except MPI.Exception as error:
                         status.Set_error(error.Get_error_code())
         wrong = [
-            f"rank {peer} sent "
-            + (
-                "more bytes than"
-                if status.Get_error() != MPI.SUCCESS
-                else f"{status.Get_count(MPI.BYTE)} bytes,"
-            )
-            + f" {wire.memory.nbytes} expected"
+            problem
             for peer, status, wire in zip(self._peers, self._statuses, self._recv_wires)
-            if status.Get_error() != MPI.SUCCESS or status.Get_count(MPI.BYTE) != wire.memory.nbytes
+            if (problem := self._problem(peer, status, wire.memory))
         ]
         unpack, self._unpack = self._unpack, ()  # copies over CuPy fields hold them
         if rec:
@@ -147,6 +143,27 @@ class MessageSet:
                 + "; ".join(wrong)
                 + ": the ranks exchange fields of different dtypes or levels in this call"
             )
+
+    def _problem(self, peer: int, status: MPI.Status, memory: Any) -> str | None:
+        """What is wrong with the message received from ``peer`` into ``memory``, if
+        anything: another size, or (where the message is in host memory) another signature
+        of the fields it holds."""
+        if status.Get_error() != MPI.SUCCESS:
+            return f"rank {peer} sent more bytes than {memory.nbytes} expected"
+        if status.Get_count(MPI.BYTE) != memory.nbytes:
+            return f"rank {peer} sent {status.Get_count(MPI.BYTE)} bytes, {memory.nbytes} expected"
+        trailer = memory[memory.nbytes - len(self._signature) :]
+        if isinstance(memory, np.ndarray) and trailer.tobytes() != self._signature:
+            return f"rank {peer} sent the bytes expected, but of fields of other dtypes or levels"
+        return None
+
+
+def signature(specs: Sequence[FieldSpec]) -> bytes:
+    """8 bytes that differ, but for a chance of 2**-64, between field signatures (dtypes and
+    level shapes, in order): sent after each message, so that fields that differ between
+    ranks are caught even where their messages have the same size."""
+    described = ";".join(f"{spec.dtype.str}{spec.level_shape}" for spec in specs)
+    return hashlib.blake2b(described.encode(), digest_size=8).digest()
 
 
 class MpiTransport:
