@@ -37,7 +37,8 @@ I, J, K = compiled_step.I, compiled_step.J, compiled_step.K
 
 
 def fields(layout: str, n: int, first: int = 0) -> list:
-    """``n`` fields of one layout: GT4Py's default, C-ordered (``compiled_step.as_field``), or
+    """``n`` fields of one layout: GT4Py's default (from GT4Py's allocator, or from
+    ``gh.staggered_allocator``), C-ordered (``compiled_step.as_field``), or
     NumPy arrays in GT4Py's default strides placed at the same address modulo 4 KiB
     (``aligned``, as GT4Py's allocator places them) or at addresses ``staggered`` by 832
     bytes (``first`` numbers the fields, so inputs and outputs differ too)."""
@@ -46,6 +47,8 @@ def fields(layout: str, n: int, first: int = 0) -> list:
         a = np.random.default_rng(k).random(SHAPE)
         if layout == "default":
             made.append(gtx.as_field([I, J, K], a))
+        elif layout == ALLOCATOR:
+            made.append(gtx.as_field([I, J, K], a, allocator=STAGGERED_FIELDS))
         elif layout == "C-ordered":
             made.append(compiled_step.as_field(a))
         else:
@@ -59,7 +62,9 @@ def fields(layout: str, n: int, first: int = 0) -> list:
 
 
 STAGGERED = "Fortran-ordered, staggered"
-LAYOUTS = ("C-ordered", "default", "Fortran-ordered, aligned", STAGGERED)
+ALLOCATOR = "gh.staggered_allocator()"
+STAGGERED_FIELDS = gh.staggered_allocator()
+LAYOUTS = ("C-ordered", "default", ALLOCATOR, "Fortran-ordered, aligned", STAGGERED)
 
 
 def main() -> None:
@@ -90,7 +95,7 @@ def main() -> None:
         array = getattr(u[0], "ndarray", u[0])
         strides = tuple(s // 8 for s in array.strides)
         hows = {"compiled step": stencils}
-        if layout in ("C-ordered", "default"):  # GT4Py programs take GT4Py fields only
+        if layout in ("C-ordered", "default", ALLOCATOR):  # GT4Py programs take GT4Py fields
             hows["GT4Py from Python"] = diffuse_10
         for how, call in hows.items():
             call(*u, *v, *bounds)  # built (or loaded) before timing

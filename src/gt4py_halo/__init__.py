@@ -13,6 +13,7 @@ from gt4py_halo.gt4py_support import quiet_library_reloads, use_compile_threads
 use_compile_threads()
 quiet_library_reloads()
 
+from gt4py_halo.allocation import staggered_allocator
 from gt4py_halo.annotations import auto_exchange, halo
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, NeighbourExchange
@@ -69,6 +70,7 @@ __all__ = [
     "make_exchange",
     "profile",
     "program",
+    "staggered_allocator",
 ]
 
 from gt4py_halo.profiling import _profile_whole_run
