@@ -70,6 +70,13 @@ class MessageSet:
             for (peer, _), wire in zip(self._messages.recvs, self._recv_wires)
         ]
         self._peers = [peer for peer, _ in self._messages.recvs]  # whose message each receive is
+        # where each received message's signature lands, if in host memory (checked there)
+        self._trailers = [
+            wire.memory[wire.memory.nbytes - len(self._signature) :]
+            if isinstance(wire.memory, np.ndarray)
+            else None
+            for wire in self._recv_wires
+        ]
         # what a profile records of the messages (profiling.py): made once, with the buffers
         self._sent = _traffic("sends", self._messages.sends)
         self._received = _traffic("receives", self._messages.recvs)
@@ -121,8 +128,10 @@ class MessageSet:
                         status.Set_error(error.Get_error_code())
         wrong = [
             problem
-            for peer, status, wire in zip(self._peers, self._statuses, self._recv_wires)
-            if (problem := self._problem(peer, status, wire.memory))
+            for peer, status, wire, trailer in zip(
+                self._peers, self._statuses, self._recv_wires, self._trailers
+            )
+            if (problem := self._problem(peer, status, wire.memory, trailer))
         ]
         unpack, self._unpack = self._unpack, ()  # copies over CuPy fields hold them
         if rec:
@@ -144,16 +153,17 @@ class MessageSet:
                 + ": the ranks exchange fields of different dtypes or levels in this call"
             )
 
-    def _problem(self, peer: int, status: MPI.Status, memory: Any) -> str | None:
+    def _problem(
+        self, peer: int, status: MPI.Status, memory: Any, trailer: np.ndarray | None
+    ) -> str | None:
         """What is wrong with the message received from ``peer`` into ``memory``, if
-        anything: another size, or (where the message is in host memory) another signature
-        of the fields it holds."""
+        anything: another size, or (where the message is in host memory: ``trailer``, its
+        last bytes) another signature of the fields it holds."""
         if status.Get_error() != MPI.SUCCESS:
             return f"rank {peer} sent more bytes than {memory.nbytes} expected"
         if status.Get_count(MPI.BYTE) != memory.nbytes:
             return f"rank {peer} sent {status.Get_count(MPI.BYTE)} bytes, {memory.nbytes} expected"
-        trailer = memory[memory.nbytes - len(self._signature) :]
-        if isinstance(memory, np.ndarray) and trailer.tobytes() != self._signature:
+        if trailer is not None and trailer.tobytes() != self._signature:
             return f"rank {peer} sent the bytes expected, but of fields of other dtypes or levels"
         return None
 
