@@ -348,6 +348,81 @@ def test_runtime_fields_that_differ_between_ranks(comm, theirs):
     ex.exchange(filled_local(d, (), np.float64))  # the exchange still works for all
 
 
+@pytest.mark.parametrize("mine", [np.float64, np.int64], ids=["first-kind", "another-kind"])
+@pytest.mark.parametrize(
+    "theirs",
+    [((), np.float32), ((2,), np.float64), ((2,), np.float32), ((1,), np.float64)],
+    ids=["dtype", "levels", "same-size", "one-level"],
+)
+def test_ghex_fields_that_differ_between_ranks(comm, theirs, mine):
+    """GHEX owns its messages, so ranks compare their fields' dtypes and levels the first
+    time they exchange fields of that kind: an error on every rank naming each rank's
+    fields, before anything is posted (no field changes). Checked at the first exchange or
+    at a later one with a kind of fields new on every rank (a rank whose kind is not new
+    does not check: see docs/checks.md)."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="ghex")
+    if mine is np.int64:  # an agreed kind first
+        ex.exchange(filled_local(d, (), np.float64))
+    field = filled_local(d, *(theirs if comm.rank == comm.size - 1 else ((), mine)))
+    before = field.copy()
+    with pytest.raises(
+        gh.RanksDisagreeError,
+        match=rf"exchange: ranks disagree on\n  fields: rank 0: '{np.dtype(mine)} levels \(\)'.*"
+        rf"rank {comm.size - 1}: '{np.dtype(theirs[1])} levels {re.escape(str(theirs[0]))}'",
+    ):
+        ex.exchange(field)
+    np.testing.assert_array_equal(field, before)
+    for _ in range(2):  # the exchange still works for all, with fresh fields or the same
+        again = filled_local(d, (), np.float64)
+        ex.exchange(again)
+        np.testing.assert_array_equal(again, expected_local(d, (), np.float64))
+
+
+def test_ghex_check_of_new_fields_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd):
+    """A rank that does not come to the check of a new kind of fields leaves no silent hang:
+    the waiting ranks say what they wait for (a late rank still comes here)."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    monkeypatch.setattr("gt4py_halo.build_once.REPORT_AFTER_S", 0.3)
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="ghex")
+    if comm.rank == 0:
+        time.sleep(1.5)
+    field = filled_local(d, (3,), np.int32)
+    ex.exchange(field)
+    np.testing.assert_array_equal(field, expected_local(d, (3,), np.int32))
+    err = capfd.readouterr().err
+    if comm.rank == 0:
+        assert "has waited" not in err
+    else:
+        assert re.search(
+            r"rank \d+ has waited \d+ s for the other ranks to check the fields of a new kind "
+            r"of exchange \(int32 levels \(3,\)\)",
+            err,
+        ), err
+
+
+def test_ghex_fields_of_an_agreed_kind_are_checked_once(comm, monkeypatch):
+    """Fresh field objects of a kind every rank exchanged before cost no collective, even
+    where one rank reuses its fields and another reallocates them."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="ghex")
+    kept = filled_local(d, (2,), np.float32)
+    ex.exchange(kept)
+    checks = []
+    monkeypatch.setattr(
+        "gt4py_halo.runtime.exchange.check_ranks_agree", lambda *args, **kw: checks.append(args)
+    )
+    for _ in range(3):
+        field = kept if comm.rank == 0 else filled_local(d, (2,), np.float32)
+        ex.exchange(field)
+        np.testing.assert_array_equal(field, expected_local(d, (2,), np.float32))
+    assert not checks
+
+
 @pytest.mark.parametrize("late", ["last", "first"])
 def test_a_step_called_late_on_some_ranks_is_reported(comm, monkeypatch, capfd, late):
     """A compiled step is collective. Ranks that call it while others do not (yet) wait for

@@ -15,6 +15,7 @@ fields still agree on every byte.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Sequence
 
@@ -178,6 +179,13 @@ class FieldSpec:
     @property
     def cell_bytes(self) -> int:
         return self.dtype.itemsize * math.prod(self.level_shape)
+
+
+def signature(specs: Sequence[FieldSpec]) -> bytes:
+    """8 bytes that differ, but for a chance of 2**-64, between field signatures (dtypes and
+    level shapes, in order): what ranks compare to catch fields that differ between them."""
+    described = ";".join(f"{spec.dtype.str}{spec.level_shape}" for spec in specs)
+    return hashlib.blake2b(described.encode(), digest_size=8).digest()
 
 
 #: Byte alignment of each field's segment inside a message.

@@ -16,7 +16,10 @@ from typing import Any
 import numpy as np
 
 from gt4py_halo import profiling
+from gt4py_halo.build_once import wait_reporting
 from gt4py_halo.config import backend_and_source
+from gt4py_halo.decomposition.collective import check_ranks_agree
+from gt4py_halo.decomposition.plan import FieldSpec, signature
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.fields import as_array, specs_of
 from gt4py_halo.runtime.identity_cache import IdentityCache
@@ -38,6 +41,11 @@ class Exchange:
         self._auto = name.lower() == "auto"
         # per dim, field sets already checked (a model exchanges the same few every step)
         self._checked = IdentityCache(FIELD_SETS_REMEMBERED)
+        # field signatures every rank exchanged (``_agree``); None where each message says
+        # what it holds and the receiving rank checks it (``mpi``)
+        self._agreed: set[tuple[str | None, bytes]] | None = (
+            None if self._transport.checks_each_message else set()
+        )
         self._compiled_data: Any = None
         #: ``ex.exchange(*fields, dim=None)``: fill the halos of ``fields`` from their owners,
         #: returning when all are written; inside a DaCe program, a ``HaloExchange`` node.
@@ -61,6 +69,8 @@ class Exchange:
         else:
             plan = self.decomposition.plan(dim)
             specs = specs_of(plan, arrays)
+            if self._agreed is not None:
+                self._agree(dim, specs)
             self._checked.put(dim, fields, (plan, specs))
         if not rec:
             return ExchangeHandle(self._transport.start(plan, arrays, specs))
@@ -73,6 +83,32 @@ class Exchange:
         pending = self._transport.start(plan, arrays, specs)
         rec.event("start", t, described)
         return ExchangeHandle(pending, described)
+
+    def _agree(self, dim: str | None, specs: tuple[FieldSpec, ...]) -> None:
+        """Collectively, the first time these dtypes and level shapes come (for this dim):
+        raise ``RanksDisagreeError`` on every rank, before anything is posted, unless every
+        rank exchanges fields of the same signature.
+
+        For transports whose messages do not say what they hold (GHEX owns its messages):
+        their receivers would unpack a message of other fields, or one of another size, into
+        wrong halos. Keyed by the signature, not the field objects, so that ranks that agree
+        decide alike whether to check (a rank that reallocates its fields and one that does
+        not); the steady state costs nothing. A rank whose fields' signature is one agreed
+        before, while another's is new, does not come: the new one waits, saying so on stderr
+        after ``build_once.REPORT_AFTER_S`` (docs/checks.md).
+        """
+        key = (dim, signature(specs))
+        if key in self._agreed:
+            return
+        comm = self.decomposition.comm
+        wait_reporting(
+            comm.Ibarrier(),
+            f"to check the fields of a new kind of exchange ({_described(dim, specs)}): every "
+            "rank must exchange the same fields, in the same order; a rank exchanging fields "
+            "of another kind that it exchanged before does not check them again",
+        )
+        check_ranks_agree(comm, "exchange", fields=_described(dim, specs))
+        self._agreed.add(key)
 
     def __repr__(self) -> str:
         return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"
@@ -168,6 +204,11 @@ class ExchangeHandle:
             pending.wait()
             if rec and self._described is not None:
                 rec.event("finish", t, self._described)
+
+
+def _described(dim: str | None, specs: tuple[FieldSpec, ...]) -> str:
+    fields = ", ".join(f"{s.dtype} levels {s.level_shape}" for s in specs)
+    return fields if dim is None else f"dim {dim!r}: {fields}"
 
 
 def _still_writeable(arrays: list[Any]) -> bool:

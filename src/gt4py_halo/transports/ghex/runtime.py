@@ -150,6 +150,9 @@ class _UnstructuredPatterns:
 class GhexTransport:
     """Moves halos with GHEX communication objects over the decomposition's communicator."""
 
+    #: GHEX owns the messages: ranks check their fields together instead (``Exchange._agree``).
+    checks_each_message = False
+
     def __init__(self, decomposition: Any) -> None:
         self._decomposition = decomposition
         with _without_oomph_thread_line():

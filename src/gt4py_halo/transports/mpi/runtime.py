@@ -12,7 +12,6 @@ allocated once, like the device buffers.
 
 from __future__ import annotations
 
-import hashlib
 import weakref
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -22,7 +21,7 @@ import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo import profiling
-from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
+from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import RanksDisagreeError
 from gt4py_halo.runtime.packing import MessageBuffer, Messages, MessageSets
 
@@ -168,16 +167,11 @@ class MessageSet:
         return None
 
 
-def signature(specs: Sequence[FieldSpec]) -> bytes:
-    """8 bytes that differ, but for a chance of 2**-64, between field signatures (dtypes and
-    level shapes, in order): sent after each message, so that fields that differ between
-    ranks are caught even where their messages have the same size."""
-    described = ";".join(f"{spec.dtype.str}{spec.level_shape}" for spec in specs)
-    return hashlib.blake2b(described.encode(), digest_size=8).digest()
-
-
 class MpiTransport:
     """Moves halos with MPI point-to-point messages, one per neighbour and exchange."""
+
+    #: Each message carries its fields' signature, checked where it is received (``MessageSet``).
+    checks_each_message = True
 
     def __init__(self, comm: MPI.Comm) -> None:
         self._comm = comm

@@ -50,6 +50,10 @@ def _usable() -> str | None:
 class NcclTransport:
     """Moves halos of CuPy fields with NCCL point-to-point messages on the current stream."""
 
+    #: Device messages carry no signature: ranks check their fields together instead
+    #: (``Exchange._agree``).
+    checks_each_message = False
+
     def __init__(self, comm: Any) -> None:
         problems = comm.allgather(_usable())
         if any(problems):
