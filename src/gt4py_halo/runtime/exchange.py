@@ -25,7 +25,7 @@ from gt4py_halo.runtime.fields import as_array, specs_of
 from gt4py_halo.runtime.identity_cache import IdentityCache
 from gt4py_halo.transports import make_transport
 
-#: Field sets per dim whose checks an exchange keeps.
+#: Field sets per dim whose checks and prepared exchanges an exchange keeps.
 FIELD_SETS_REMEMBERED = 16
 
 
@@ -39,8 +39,8 @@ class Exchange:
         self.backend: str
         self.backend, self._transport = make_transport(name, decomposition, source)
         self._auto = name.lower() == "auto"
-        # per dim, field sets already checked (a model exchanges the same few every step)
-        self._checked = IdentityCache(FIELD_SETS_REMEMBERED)
+        # per dim, field sets checked and prepared (a model exchanges the same few every step)
+        self._prepared = IdentityCache(FIELD_SETS_REMEMBERED)
         # field signatures every rank exchanged (``_agree``); None where each message says
         # what it holds and the receiving rank checks it (``mpi``)
         self._agreed: set[tuple[str | None, bytes]] | None = (
@@ -62,27 +62,34 @@ class Exchange:
         """
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
-        arrays = _arrays(fields)
-        checked = self._checked.get(dim, fields)
-        if checked is not None and _still_writeable(arrays):
-            plan, specs = checked
-        else:
-            plan = self.decomposition.plan(dim)
-            specs = specs_of(plan, arrays)
-            if self._agreed is not None:
-                self._agree(dim, specs)
-            self._checked.put(dim, fields, (plan, specs))
+        arrays = [f if type(f) is np.ndarray else as_array(f, i) for i, f in enumerate(fields)]
+        prepared = self._prepared.get(dim, fields)
+        if prepared is None or not _still_writeable(arrays):
+            prepared = self._prepare(fields, arrays, dim)
         if not rec:
-            return ExchangeHandle(self._transport.start(plan, arrays, specs))
+            return ExchangeHandle(prepared.start(arrays))
         described = {
             "dim": dim,
             "transport": self.backend,
             "fields": [f"{i}: {a.dtype} {tuple(a.shape)}" for i, a in enumerate(arrays)],
         }
         t = rec.event("check", t, described)
-        pending = self._transport.start(plan, arrays, specs)
+        pending = prepared.start(arrays)
         rec.event("start", t, described)
         return ExchangeHandle(pending, described)
+
+    def _prepare(self, fields: tuple[Any, ...], arrays: list[Any], dim: str | None) -> Any:
+        """Check ``fields`` against the plan of ``dim`` and have the transport prepare their
+        exchange; kept for the same field objects where the transport allows."""
+        _check_libraries(arrays)
+        plan = self.decomposition.plan(dim)
+        specs = specs_of(plan, arrays)
+        if self._agreed is not None:
+            self._agree(dim, specs)
+        prepared = self._transport.prepare(plan, arrays, specs)
+        if prepared.reusable:
+            self._prepared.put(dim, fields, prepared)
+        return prepared
 
     def _agree(self, dim: str | None, specs: tuple[FieldSpec, ...]) -> None:
         """Collectively, the first time these dtypes and level shapes come (for this dim):
@@ -213,17 +220,18 @@ def _described(dim: str | None, specs: tuple[FieldSpec, ...]) -> str:
 
 def _still_writeable(arrays: list[Any]) -> bool:
     """Checked fields stay valid unless made read-only since (the one in-place change)."""
-    return all(a.flags.writeable for a in arrays if isinstance(a, np.ndarray))
+    for a in arrays:
+        if isinstance(a, np.ndarray) and not a.flags.writeable:
+            return False
+    return True
 
 
-def _arrays(fields: tuple[Any, ...]) -> list[Any]:
-    if not fields:
+def _check_libraries(arrays: list[Any]) -> None:
+    if not arrays:
         raise FieldError("no fields given to exchange")
-    arrays = [as_array(f, i) for i, f in enumerate(fields)]
     kinds = {type(a).__module__.split(".")[0] for a in arrays}
     if len(kinds) > 1:
         raise FieldError(
             f"fields mix array libraries ({', '.join(sorted(kinds))}); exchange host and "
             "device fields in separate calls"
         )
-    return arrays

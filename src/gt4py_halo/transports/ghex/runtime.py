@@ -8,7 +8,8 @@ along both (every other row of an array, say) is exchanged as a dense copy, its 
 back at the wait. Tests check that GHEX fills exactly the halos the exchange plan describes.
 
 What is built once: the context, one pattern per (plan, level shape), field descriptors per
-field array, GHEX's buffer infos (a pattern applied to a descriptor) per field set, and pools
+field array, GHEX's buffer infos (a pattern applied to a descriptor) per field set (a
+``PreparedGhexExchange``, which the exchange keeps for the same field objects), and pools
 of communication objects: GHEX runs one exchange per communication
 object at a time, so split-phase exchanges in flight each take one from a pool. pyghex
 exchanges one C++ buffer type (dtype, number of axes, memory layout) per call, so fields of
@@ -159,69 +160,53 @@ class GhexTransport:
             self._context = make_context(decomposition.comm)
         self._patterns: dict[str, Any] = {}
         self._descriptors = IdentityCache(DESCRIPTOR_CACHE_SIZE)
-        self._bound = IdentityCache(DESCRIPTOR_CACHE_SIZE)  # buffer infos per field set
         self._idle_objects: dict[tuple[str, type], list[Any]] = {}
 
     @classmethod
     def for_decomposition(cls, decomposition: Any) -> GhexTransport:
         return cls(decomposition)
 
-    def start(
+    def prepare(
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
-    ) -> PendingGhexExchange:
+    ) -> PreparedGhexExchange:
+        """What exchanging ``arrays`` takes: GHEX's buffer infos, grouped by buffer type."""
         patterns = self._patterns_of(plan)  # collective, at the first exchange of a plan
         if 0 in plan.local_shape:  # no entries of this dim here: no neighbours, nothing to move
-            return PendingGhexExchange([], (), [])  # (and GHEX describes no empty field)
-        bound = self._bound.get(plan.name, arrays)  # the same arrays: the same specs
-        staged: list = []
-        if bound is None:
-            bound, staged = self._buffer_infos(plan, patterns, arrays, specs)
-        groups, _ = bound
-        started = []
-        rec = profiling.recorder
-        t = rec.now() if rec else 0.0
-        for kind, group in groups:
-            pool = self._idle_objects.setdefault((plan.name, kind), [])
-            co = pool.pop() if pool else self._new_communication_object()
-            started.append((co.exchange(group), co, pool))
-        if rec:  # GHEX packs and posts in one call
-            rec.event("post", t, {"GHEX exchanges (one per buffer type)": len(started)})
-        # GHEX reads the fields, their descriptors and buffer infos until the wait
-        return PendingGhexExchange(started, (arrays, bound), staged)
+            return PreparedGhexExchange([], (), [])  # (and GHEX describes no empty field)
+        groups, descriptors, staged, unowned = self._buffer_infos(plan, patterns, arrays, specs)
+        pooled = [
+            (group, self._idle_objects.setdefault((plan.name, kind), [])) for kind, group in groups
+        ]
+        return PreparedGhexExchange(
+            pooled, descriptors, staged, unowned, self._new_communication_object
+        )
 
     def _buffer_infos(
         self, plan: ExchangePlan, patterns: Any, arrays: Sequence[Any], specs: tuple
-    ) -> tuple[tuple[list[tuple[type, list[Any]]], list[Any]], list]:
+    ) -> tuple[list[tuple[type, list[Any]]], list[Any], list, bool]:
         """GHEX's buffer infos (pattern applied to field descriptor) of ``arrays``, grouped
-        by C++ buffer type, with the descriptors they point to; and the fields exchanged
-        through dense copies. Kept for when the same arrays come again, unless a field is
-        copied or has no view that does not reference it."""
-        applied, descriptors, staged, keep = [], [], [], True
+        by C++ buffer type, with the descriptors they point to; the fields exchanged through
+        dense copies; and whether no descriptor references its field."""
+        applied, descriptors, staged, unowned = [], [], [], True
         for position, (array, spec) in enumerate(zip(arrays, specs)):
             _check_device(array, position)
             pattern, domain = patterns.pattern(spec)
             try:
-                descriptor, unowned = self._descriptor(
-                    plan, patterns, domain, array, spec, position
-                )
+                descriptor, own = self._descriptor(plan, patterns, domain, array, spec, position)
+                unowned = unowned and own
             except TypeError as error:  # GHEX takes no unstructured field with 2 strided axes
                 if "strides" not in str(error):
                     raise
                 dense = type(array)(array.shape, dtype=array.dtype)  # NumPy or CuPy
-                dense[...] = array
                 descriptor = patterns.descriptor(domain, dense, spec, position)
-                staged.append((array, dense, self._decomposition.halo_lids[plan.name]))
-            keep = keep and not staged and unowned
+                staged.append((position, dense, self._decomposition.halo_lids[plan.name]))
             descriptors.append(descriptor)
             applied.append(pattern(descriptor))
         # pyghex takes one C++ buffer type (dtype, axes, layout) per call: one call per group
         groups: dict[type, list[Any]] = {}
         for item in applied:
             groups.setdefault(type(item), []).append(item)
-        bound = (list(groups.items()), descriptors)
-        if keep:
-            self._bound.put(plan.name, arrays, bound)
-        return bound, staged
+        return list(groups.items()), descriptors, staged, unowned
 
     def _patterns_of(self, plan: ExchangePlan) -> Any:
         if plan.name not in self._patterns:
@@ -260,10 +245,53 @@ class GhexTransport:
         return ghex_unstructured.make_communication_object(self._context)
 
 
+class PreparedGhexExchange:
+    """Exchanging one set of fields: GHEX's buffer infos per buffer type, each with the pool
+    of idle communication objects of that type.
+
+    Kept by the exchange for when the same field objects come again (``reusable``): the buffer
+    infos point to descriptors over views that do not reference the fields. Not kept where a
+    descriptor references its field (no such view: a device array) or a field travels
+    through a dense copy.
+    """
+
+    def __init__(
+        self,
+        groups: list[tuple[list[Any], list[Any]]],
+        descriptors: Any,
+        staged: list,
+        unowned: bool = True,
+        new_communication_object: Any = None,
+    ) -> None:
+        self._groups = groups
+        self._descriptors = descriptors
+        self._staged = staged  # (position, the dense copy exchanged instead, its halo)
+        self._new = new_communication_object
+        #: Whether it may be kept for the same field objects (it references none of them).
+        self.reusable = unowned and not staged
+
+    def start(self, arrays: Sequence[Any]) -> PendingGhexExchange:
+        staged = (
+            [(arrays[n], dense, halo) for n, dense, halo in self._staged] if self._staged else ()
+        )
+        for field, dense, _ in staged:
+            dense[...] = field
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
+        started = []
+        for group, pool in self._groups:
+            co = pool.pop() if pool else self._new()
+            started.append((co.exchange(group), co, pool))
+        if rec:  # GHEX packs and posts in one call
+            rec.event("post", t, {"GHEX exchanges (one per buffer type)": len(started)})
+        # GHEX reads the fields, their descriptors and buffer infos until the wait
+        return PendingGhexExchange(started, (arrays, self._descriptors, self._groups), staged)
+
+
 class PendingGhexExchange:
     """GHEX exchanges in flight; ``wait`` returns their communication objects to their pools."""
 
-    def __init__(self, started: list[tuple[Any, Any, list]], kept: Any, staged: list) -> None:
+    def __init__(self, started: list[tuple[Any, Any, list]], kept: Any, staged: Any) -> None:
         self._started = started
         self._kept = kept  # GHEX holds raw pointers: keep what they point to alive until done
         self._staged = staged  # (field, the dense copy exchanged instead, its halo positions)

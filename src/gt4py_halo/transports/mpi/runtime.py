@@ -181,15 +181,39 @@ class MpiTransport:
     def for_decomposition(cls, decomposition: Any) -> MpiTransport:
         return cls(decomposition.comm)
 
-    def start(
+    def prepare(
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
-    ) -> PendingMpiExchange:
-        xp = _array_module(arrays[0])
+    ) -> PreparedMpiExchange:
+        return PreparedMpiExchange(self._comm, self._sets, plan, specs, _array_module(arrays[0]))
+
+
+class PreparedMpiExchange:
+    """Exchanging fields of one signature and array library with one plan: each ``start``
+    takes the message set of a free slot (made at its first use)."""
+
+    #: It references no field: the exchange keeps it for the same field objects.
+    reusable = True
+
+    def __init__(
+        self,
+        comm: MPI.Comm,
+        sets: MessageSets,
+        plan: ExchangePlan,
+        specs: tuple[FieldSpec, ...],
+        xp: ModuleType,
+    ) -> None:
+        self._sets = sets
+        self._plan = plan
+        self._specs = specs
+        self._xp = xp
+        self._make = lambda slot: MessageSet(comm, plan, specs, plan.message_tag(slot), xp)
+
+    def start(self, arrays: Sequence[Any]) -> PendingMpiExchange:
         messages, release = self._sets.start(
-            plan,
-            specs,
-            xp.__name__,
-            lambda slot: MessageSet(self._comm, plan, specs, plan.message_tag(slot), xp),
+            self._plan,
+            self._specs,
+            self._xp.__name__,
+            self._make,
             lambda messages: messages.start(arrays),
         )
         return PendingMpiExchange(messages, release, arrays)

@@ -69,21 +69,39 @@ class NcclTransport:
     def for_decomposition(cls, decomposition: Any) -> NcclTransport:
         return cls(decomposition.comm)
 
-    def start(
+    def prepare(
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
-    ) -> PendingNcclExchange:
+    ) -> PreparedNcclExchange:
         on_host = [n for n, a in enumerate(arrays) if not isinstance(a, cupy.ndarray)]
         if on_host:
             raise FieldError(
                 f"the 'nccl' backend exchanges GPU (CuPy) fields only; field(s) {on_host} are "
                 f"{type(arrays[on_host[0]]).__name__}: use the 'mpi' or 'ghex' backend for them"
             )
+        return PreparedNcclExchange(self._nccl, self._sets, plan, specs)
+
+
+class PreparedNcclExchange:
+    """Exchanging fields of one signature with one plan, on the stream current at ``start``."""
+
+    #: It references no field: the exchange keeps it for the same field objects.
+    reusable = True
+
+    def __init__(
+        self, communicator: Any, sets: MessageSets, plan: ExchangePlan, specs: tuple
+    ) -> None:
+        self._nccl = communicator
+        self._sets = sets
+        self._plan = plan
+        self._specs = specs
+
+    def start(self, arrays: Sequence[Any]) -> PendingNcclExchange:
         stream = cupy.cuda.get_current_stream()
         messages, release = self._sets.start(
-            plan,
-            specs,
+            self._plan,
+            self._specs,
             None,
-            lambda slot: _NcclMessages(plan, specs),
+            lambda slot: _NcclMessages(self._plan, self._specs),
             lambda messages: messages.start(self._nccl, arrays, stream),
         )
         return PendingNcclExchange(messages, release, arrays)
