@@ -37,7 +37,6 @@ from gt4py_halo.errors import RanksDisagreeError
 #: reports.
 REPORT_AFTER_S = 60.0
 _POLL_S = 0.01  # seconds between tests of a request
-_SPIN_S = 0.01  # seconds ``wait_reporting`` tests without sleeping (most such waits end within)
 
 
 def build_on_root[T](
@@ -99,23 +98,6 @@ def arrive(comm: MPI.Comm, what: str) -> None:
             f"the ranks build different steps ({shown}): a compiled step is collective, "
             "every rank must call the same steps in the same order"
         )
-
-
-def wait_reporting(request: MPI.Request, what: str) -> None:
-    """Wait for ``request`` (of a collective every rank should come to); if it takes longer
-    than ``REPORT_AFTER_S``, say on stderr, and again every ``REPORT_AFTER_S``, that this rank
-    waits for the others ``what``: a rank that never comes leaves no silent hang."""
-    start = report = time.monotonic()
-    while not request.Test():
-        time.sleep(0 if time.monotonic() - start < _SPIN_S else _POLL_S)
-        if time.monotonic() - report >= REPORT_AFTER_S:
-            report = time.monotonic()
-            print(
-                f"gt4py_halo: rank {MPI.COMM_WORLD.Get_rank()} has waited "
-                f"{report - start:.0f} s for the other ranks {what}",
-                file=sys.stderr,
-                flush=True,
-            )
 
 
 _MEETINGS: dict[tuple[int, ...], MPI.Intracomm] = {}  # by the world ranks of their groups

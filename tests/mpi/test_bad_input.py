@@ -381,6 +381,35 @@ def test_ghex_fields_that_differ_between_ranks(comm, theirs, mine):
         np.testing.assert_array_equal(again, expected_local(d, (), np.float64))
 
 
+@pytest.mark.timeout(60)  # a hang fails
+def test_ghex_known_fields_against_new_ones_raise_everywhere(comm):
+    """After an agreed exchange, the last rank exchanges fields of a new kind while the
+    others exchange the agreed kind again (which they do not check): instead of waiting for
+    each other for ever, every rank raises naming both kinds, within seconds. The exchange is
+    then broken (every later call says so); a new exchange works."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="ghex")
+    ex.exchange(filled_local(d, (), np.float64))
+    dtype = np.float32 if comm.rank == comm.size - 1 else np.float64
+    started = time.monotonic()
+    with pytest.raises(
+        gh.RanksDisagreeError,
+        match=rf"exchange call 2 \(rank \d+: 'float64 levels \(\)'.*"
+        rf"rank {comm.size - 1}: 'float32 levels \(\)'\)",
+    ):
+        ex.exchange(filled_local(d, (), dtype))
+    assert time.monotonic() - started < 10
+    with pytest.raises(gh.RanksDisagreeError, match="cannot be used again"):
+        ex.exchange(filled_local(d, (), np.float64))
+    fresh = gh.make_exchange(d, backend="ghex")
+    for _ in range(3):
+        field = filled_local(d, (), np.float64)
+        fresh.exchange(field)
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
 def test_ghex_check_of_new_fields_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd):
     """A rank that does not come to the check of a new kind of fields leaves no silent hang:
     the waiting ranks say what they wait for (a late rank still comes here)."""
@@ -394,6 +423,11 @@ def test_ghex_check_of_new_fields_waiting_for_a_rank_is_reported(comm, monkeypat
     field = filled_local(d, (3,), np.int32)
     ex.exchange(field)
     np.testing.assert_array_equal(field, expected_local(d, (3,), np.int32))
+    # the alarms the slow check sent were all received: none is left on its communicator
+    # when that is freed, to be taken for a message of a communicator made later
+    comm.Barrier()
+    time.sleep(0.2)
+    assert not ex._agreement._comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
     err = capfd.readouterr().err
     if comm.rank == 0:
         assert "has waited" not in err
@@ -414,7 +448,7 @@ def test_ghex_fields_of_an_agreed_kind_are_checked_once(comm, monkeypatch):
     ex.exchange(kept)
     checks = []
     monkeypatch.setattr(
-        "gt4py_halo.runtime.exchange.check_ranks_agree", lambda *args, **kw: checks.append(args)
+        "gt4py_halo.runtime.agreement.check_ranks_agree", lambda *args, **kw: checks.append(args)
     )
     for _ in range(3):
         field = kept if comm.rank == 0 else filled_local(d, (2,), np.float32)

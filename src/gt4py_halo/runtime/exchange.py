@@ -11,16 +11,15 @@ Both are objects rather than methods: called from Python they exchange now; call
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from gt4py_halo import profiling
-from gt4py_halo.build_once import wait_reporting
 from gt4py_halo.config import backend_and_source
-from gt4py_halo.decomposition.collective import check_ranks_agree
-from gt4py_halo.decomposition.plan import FieldSpec, signature
 from gt4py_halo.errors import FieldError
+from gt4py_halo.runtime.agreement import Agreement
 from gt4py_halo.runtime.fields import as_array, specs_of
 from gt4py_halo.runtime.identity_cache import IdentityCache
 from gt4py_halo.transports import make_transport
@@ -41,10 +40,9 @@ class Exchange:
         self._auto = name.lower() == "auto"
         # per dim, field sets checked and prepared (a model exchanges the same few every step)
         self._prepared = IdentityCache(FIELD_SETS_REMEMBERED)
-        # field signatures every rank exchanged (``_agree``); None where each message says
-        # what it holds and the receiving rank checks it (``mpi``)
-        self._agreed: set[tuple[str | None, bytes]] | None = (
-            None if self._transport.checks_each_message else set()
+        # where messages do not say what fields they hold, ranks check new kinds of fields
+        self._agreement = (
+            None if self._transport.checks_each_message else Agreement(decomposition.comm)
         )
         self._compiled_data: Any = None
         #: ``ex.exchange(*fields, dim=None)``: fill the halos of ``fields`` from their owners,
@@ -62,12 +60,15 @@ class Exchange:
         """
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
+        if self._agreement is not None:
+            self._agreement.next_call()
         arrays = [f if type(f) is np.ndarray else as_array(f, i) for i, f in enumerate(fields)]
-        prepared = self._prepared.get(dim, fields)
-        if prepared is None or not _still_writeable(arrays):
-            prepared = self._prepare(fields, arrays, dim)
+        cached = self._prepared.get(dim, fields)
+        if cached is None or not _still_writeable(arrays):
+            cached = self._prepare(fields, arrays, dim)
+        prepared, waiting = cached
         if not rec:
-            return ExchangeHandle(prepared.start(arrays))
+            return ExchangeHandle(prepared.start(arrays), waiting)
         described = {
             "dim": dim,
             "transport": self.backend,
@@ -76,46 +77,25 @@ class Exchange:
         t = rec.event("check", t, described)
         pending = prepared.start(arrays)
         rec.event("start", t, described)
-        return ExchangeHandle(pending, described)
+        return ExchangeHandle(pending, waiting, described)
 
-    def _prepare(self, fields: tuple[Any, ...], arrays: list[Any], dim: str | None) -> Any:
+    def _prepare(
+        self, fields: tuple[Any, ...], arrays: list[Any], dim: str | None
+    ) -> tuple[Any, Any]:
         """Check ``fields`` against the plan of ``dim`` and have the transport prepare their
-        exchange; kept for the same field objects where the transport allows."""
+        exchange; with what a slow wait for their messages does (``Agreement.waiting``), if
+        anything. Kept for the same field objects where the transport allows."""
         _check_libraries(arrays)
         plan = self.decomposition.plan(dim)
         specs = specs_of(plan, arrays)
-        if self._agreed is not None:
-            self._agree(dim, specs)
+        waiting = None
+        if self._agreement is not None:
+            self._agreement.check(dim, specs)
+            waiting = partial(self._agreement.waiting, dim, specs)
         prepared = self._transport.prepare(plan, arrays, specs)
         if prepared.reusable:
-            self._prepared.put(dim, fields, prepared)
-        return prepared
-
-    def _agree(self, dim: str | None, specs: tuple[FieldSpec, ...]) -> None:
-        """Collectively, the first time these dtypes and level shapes come (for this dim):
-        raise ``RanksDisagreeError`` on every rank, before anything is posted, unless every
-        rank exchanges fields of the same signature.
-
-        For transports whose messages do not say what they hold (GHEX owns its messages):
-        their receivers would unpack a message of other fields, or one of another size, into
-        wrong halos. Keyed by the signature, not the field objects, so that ranks that agree
-        decide alike whether to check (a rank that reallocates its fields and one that does
-        not); the steady state costs nothing. A rank whose fields' signature is one agreed
-        before, while another's is new, does not come: the new one waits, saying so on stderr
-        after ``build_once.REPORT_AFTER_S`` (docs/checks.md).
-        """
-        key = (dim, signature(specs))
-        if key in self._agreed:
-            return
-        comm = self.decomposition.comm
-        wait_reporting(
-            comm.Ibarrier(),
-            f"to check the fields of a new kind of exchange ({_described(dim, specs)}): every "
-            "rank must exchange the same fields, in the same order; a rank exchanging fields "
-            "of another kind that it exchanged before does not check them again",
-        )
-        check_ranks_agree(comm, "exchange", fields=_described(dim, specs))
-        self._agreed.add(key)
+            self._prepared.put(dim, fields, (prepared, waiting))
+        return prepared, waiting
 
     def __repr__(self) -> str:
         return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"
@@ -194,8 +174,9 @@ class SplitExchange(_CompiledCall):
 class ExchangeHandle:
     """A split-phase exchange in flight."""
 
-    def __init__(self, pending: Any, described: dict | None = None) -> None:
+    def __init__(self, pending: Any, waiting: Any = None, described: dict | None = None) -> None:
         self._pending = pending
+        self._waiting = waiting  # what a slow wait does (``Agreement.waiting``), if anything
         self._described = described  # what a profile records of it (profiling.py)
 
     def is_ready(self) -> bool:
@@ -208,14 +189,12 @@ class ExchangeHandle:
             pending, self._pending = self._pending, None
             rec = profiling.recorder
             t = rec.now() if rec else 0.0
-            pending.wait()
+            if self._waiting is None:
+                pending.wait()
+            else:
+                pending.wait(self._waiting)
             if rec and self._described is not None:
                 rec.event("finish", t, self._described)
-
-
-def _described(dim: str | None, specs: tuple[FieldSpec, ...]) -> str:
-    fields = ", ".join(f"{s.dtype} levels {s.level_shape}" for s in specs)
-    return fields if dim is None else f"dim {dim!r}: {fields}"
 
 
 def _still_writeable(arrays: list[Any]) -> bool:

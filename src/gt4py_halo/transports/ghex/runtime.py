@@ -32,8 +32,9 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from gt4py_halo import profiling
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import BackendUnavailableError, DecompositionError, FieldError
+from gt4py_halo.runtime.agreement import ALARM_AFTER_S
 from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
 
 try:
@@ -300,9 +302,15 @@ class PendingGhexExchange:
     def test(self) -> bool:
         return all(handle.is_ready() for handle, _, _ in self._started)
 
-    def wait(self) -> None:
+    def wait(self, waiting: Callable[[], None] | None = None) -> None:
+        """Wait, unpack, and give the communication objects back. ``waiting``: called at
+        every poll once the wait has lasted ``ALARM_AFTER_S`` (``Agreement.waiting``); if it
+        raises, the exchange is left in flight for good (its fields and buffers kept alive:
+        GHEX may still write into them) and the error passed on."""
         if self not in _UNFINISHED:
             return
+        if waiting is not None:
+            self._poll(waiting)
         try:
             rec = profiling.recorder
             t = rec.now() if rec else 0.0
@@ -317,10 +325,34 @@ class PendingGhexExchange:
             for _, co, pool in self._started:
                 pool.append(co)
 
+    def _poll(self, waiting: Callable[[], None]) -> None:
+        """Poll GHEX until every message is in, calling ``waiting`` at every poll after
+        ``ALARM_AFTER_S`` (the clock is read every ``_POLLS_PER_CLOCK`` polls)."""
+        deadline = 0.0
+        for handle, _, _ in self._started:
+            polls = 0
+            while not handle.is_ready():
+                polls += 1
+                if polls % _POLLS_PER_CLOCK:
+                    continue
+                if not deadline:
+                    deadline = time.monotonic() + ALARM_AFTER_S
+                elif time.monotonic() >= deadline:
+                    try:
+                        waiting()
+                    except BaseException:
+                        _UNFINISHED.discard(self)
+                        _ABANDONED.append(self)
+                        raise
+
+
+_POLLS_PER_CLOCK = 1000  # GHEX polls between clock reads while waiting (about 0.5 ms)
 
 #: Exchanges started and not yet waited for, finished at exit (before MPI is finalized); held
 #: even where the user dropped the handle: GHEX writes into their fields until then.
 _UNFINISHED: set[PendingGhexExchange] = set()
+#: Exchanges left in flight because the ranks disagreed, kept for the life of the process.
+_ABANDONED: list[PendingGhexExchange] = []
 
 
 @atexit.register

@@ -166,7 +166,9 @@ class PendingNcclExchange:
         """Whether the messages have arrived (the device got past the receives)."""
         return self._messages.received.done
 
-    def wait(self) -> None:
+    def wait(self, waiting: Callable[[], None] | None = None) -> None:
+        """Enqueue the unpacking; nothing waits on the host, so ``waiting`` (what a slow
+        host wait does) is never called."""
         try:
             self._messages.finish()
         finally:
