@@ -439,22 +439,66 @@ def test_ghex_check_of_new_fields_waiting_for_a_rank_is_reported(comm, monkeypat
         ), err
 
 
-def test_ghex_fields_of_an_agreed_kind_are_checked_once(comm, monkeypatch):
-    """Fresh field objects of a kind every rank exchanged before cost no collective, even
-    where one rank reuses its fields and another reallocates them."""
+def test_ghex_fields_of_a_repeated_kind_cost_no_collective(comm, monkeypatch):
+    """Fresh field objects of the kind of the last exchange of their dim cost no collective,
+    even where one rank reuses its fields and another reallocates them; other dims' exchanges
+    in between do not count."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    d = gh.UnstructuredDecomposition(
+        {
+            "cell": (np.array([comm.rank]), [(comm.rank + 1) % comm.size]),
+            "edge": (np.array([comm.rank]), []),
+        }
+    )
+    ex = gh.make_exchange(d, backend="ghex")
+    kept = np.full((2, 3), comm.rank, np.float32)
+    ex.exchange(kept, dim="cell")
+    checks = []
+
+    class Counting:  # the agreement's communicator, counting the checks' barriers
+        def __init__(self, comm):
+            self._comm = comm
+
+        def __getattr__(self, name):
+            if name == "Ibarrier":
+                checks.append(name)
+            return getattr(self._comm, name)
+
+    monkeypatch.setattr(ex._agreement, "_comm", Counting(ex._agreement._comm))
+    for _ in range(3):
+        field = kept if comm.rank == 0 else np.full((2, 3), comm.rank, np.float32)
+        ex.exchange(field, dim="cell")
+        assert (field[1] == (comm.rank + 1) % comm.size).all()
+        ex.exchange(np.zeros(1, np.int64), dim="edge")  # once the kind of its dim: checked
+    assert len(checks) == 1
+
+
+@pytest.mark.timeout(60)  # a hang fails
+@pytest.mark.parametrize("theirs", ["agreed-before", "new"])
+def test_ghex_kinds_agreed_before_that_differ_between_ranks(comm, theirs):
+    """Ranks exchange float64 then float32 fields (both agreed); then the last rank
+    exchanges float32 again while the others go back to float64 (or the last exchanges
+    int32, a new kind). A rank whose kind changes from its last exchange checks it: every
+    rank raises, naming both kinds (by the check itself where every rank changed, by the
+    alarms where the last rank did not), never a silent wrong halo."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
     d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
     ex = gh.make_exchange(d, backend="ghex")
-    kept = filled_local(d, (2,), np.float32)
-    ex.exchange(kept)
-    checks = []
-    monkeypatch.setattr(
-        "gt4py_halo.runtime.agreement.check_ranks_agree", lambda *args, **kw: checks.append(args)
-    )
-    for _ in range(3):
-        field = kept if comm.rank == 0 else filled_local(d, (2,), np.float32)
+    for dtype in (np.float64, np.float32):
+        ex.exchange(filled_local(d, (), dtype))
+    last = np.float32 if theirs == "agreed-before" else np.int32
+    dtype = last if comm.rank == comm.size - 1 else np.float64
+    field = filled_local(d, (), dtype)
+    before = field.copy()
+    with pytest.raises(gh.RanksDisagreeError, match=rf"{np.dtype(last)} levels \(\)"):
         ex.exchange(field)
-        np.testing.assert_array_equal(field, expected_local(d, (2,), np.float32))
-    assert not checks
+    if theirs == "new":  # found by the collective check, before posting: nothing changed
+        np.testing.assert_array_equal(field, before)
+        again = filled_local(d, (), np.float64)
+        ex.exchange(again)
+        np.testing.assert_array_equal(again, expected_local(d, (), np.float64))
 
 
 @pytest.mark.parametrize("late", ["last", "first"])

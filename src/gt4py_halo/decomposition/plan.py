@@ -181,10 +181,11 @@ class FieldSpec:
         return self.dtype.itemsize * math.prod(self.level_shape)
 
 
-def signature(specs: Sequence[FieldSpec]) -> bytes:
+def signature(specs: Sequence[FieldSpec], dim: str | None = None) -> bytes:
     """8 bytes that differ, but for a chance of 2**-64, between field signatures (dtypes and
-    level shapes, in order): what ranks compare to catch fields that differ between them."""
-    described = ";".join(f"{spec.dtype.str}{spec.level_shape}" for spec in specs)
+    level shapes, in order; and ``dim``): what ranks compare to catch fields that differ
+    between them."""
+    described = ";".join([f"{spec.dtype.str}{spec.level_shape}" for spec in specs] + [f"{dim}"])
     return hashlib.blake2b(described.encode(), digest_size=8).digest()
 
 

@@ -2,27 +2,31 @@
 
 With ``mpi`` every message carries a digest of its fields, checked where it is received. GHEX
 (and NCCL) own their messages, so the ranks of an exchange check instead, collectively and
-before posting, the first time the exchange meets a kind of fields (dtypes and level shapes,
-in order, and the dim): a ``RanksDisagreeError`` on every rank names each rank's fields. The
-check is keyed by the kind, not by the field objects: ranks that agree come to it at the same
-calls whether they reuse their fields or reallocate them, and the steady state costs nothing.
+before posting, whenever the kind of fields of an exchange (dtypes and level shapes, in
+order, and the dim) differs from the kind of the last exchange of that dim: a
+``RanksDisagreeError`` on every rank names each rank's fields. Ranks that repeat their last
+kind need no check: that kind was the same on every rank (checked, or repeated since), so by
+induction no disagreement goes unseen. The decision depends on the kinds only, not on the
+field objects: ranks that agree check at the same calls whether they reuse their fields or
+reallocate them. A model repeating its exchanges pays nothing; one alternating kinds pays a
+barrier and one allreduce per change.
 
-A rank exchanging a kind agreed before does not come to the check of a rank whose kind is new
-(a wrong program: they exchange different fields). It posts its exchange and waits for
-messages the checking rank never sends, while that one waits for it in the check. To end
-this, a rank whose check has waited ``ALARM_AFTER_S`` sends every other rank an alarm (the
-exchange's call number and its fields), and a rank whose wait for an exchange's messages has
-lasted ``ALARM_AFTER_S`` reads the alarms: one for a call it made without taking part in that
-call's check (its fields were of a kind agreed before, the other's of a new one: they
-differ) is answered with its own fields, and both ranks raise ``RanksDisagreeError``. Both leave a collective or an exchange unfinished, so the exchange is
+A rank that repeats its kind does not come to the check of a rank whose kind changed (a
+wrong program: their kinds differ). It posts its exchange and waits for messages the
+checking rank never sends, while that one waits for it in the check. To end this, a rank
+whose check has waited ``ALARM_AFTER_S`` sends every other rank an alarm (the exchange's call
+number and its fields), and a rank whose wait for an exchange's messages has lasted
+``ALARM_AFTER_S`` reads the alarms: one for a call it made without taking part in that call's
+check proves a disagreement; it answers every rank with its own fields, and the ranks raise
+``RanksDisagreeError``. They leave a collective or an exchange unfinished, so the exchange is
 broken: every later call raises. The alarms of a check that was slow, not wrong (every rank
 came), are received by the check itself: no message is left on the communicator when it is
 freed. Calls are numbered per exchange object; ranks call the same exchanges in the same
 order, as every transport needs.
 
-Not seen: ranks exchanging two different kinds that were both agreed before (neither
-checks), and a rank that does not wait for the checking rank's messages (it only sends to
-it): see docs/checks.md.
+Not seen: a rank that repeats its kind and does not wait for the checking rank's messages
+(it only sends to it: one-sided halos): the checking rank waits, saying so on stderr (see
+docs/checks.md).
 """
 
 from __future__ import annotations
@@ -30,19 +34,21 @@ from __future__ import annotations
 import sys
 import time
 
+import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo import build_once
 from gt4py_halo.decomposition.collective import check_ranks_agree, free_communicator
-from gt4py_halo.decomposition.plan import FieldSpec, signature
+from gt4py_halo.decomposition.plan import FieldSpec
 from gt4py_halo.errors import RanksDisagreeError
 
 #: Seconds a check or a wait for messages lasts before ranks look for a disagreement.
 ALARM_AFTER_S = 1.0
 _ALARM_TAG = 1  # a checking rank's (call, fields) to the others
 _ANSWER_TAG = 2  # a waiting rank's (call, fields) to a checking one
-_SPIN_S = 0.01  # seconds a check polls without sleeping (most checks end within)
-_POLL_S = 0.001  # seconds between polls of a check after that
+#: Polls of a waiting check or exchange between reads of the clock.
+POLLS_PER_CLOCK = 1000
+_POLL_S = 0.001  # seconds between polls of a check once it is that slow
 
 
 class Agreement:
@@ -50,8 +56,10 @@ class Agreement:
 
     def __init__(self, comm: MPI.Intracomm) -> None:
         self._comm = comm.Dup()
-        self._agreed: set[tuple[str | None, bytes]] = set()
-        self._checked_at: set[int] = set()  # the calls whose checks this rank took part in
+        #: Per dim, the kind of fields (``plan.signature``) of its last exchange: the same on
+        #: every rank, checked.
+        self.last: dict[str | None, int] = {}
+        self._least = np.empty(3, np.int64)  # the check's allreduce
         self._alarms: dict[int, list[tuple[int, str]]] = {}  # per call: (rank, fields)
         self._broken: str | None = None
         #: The number of the current call (``next_call``).
@@ -71,42 +79,57 @@ class Agreement:
         self.call += 1
         return self.call
 
-    def check(self, dim: str | None, specs: tuple[FieldSpec, ...]) -> None:
-        """Collectively, unless agreed before: raise ``RanksDisagreeError`` on every rank
-        unless every rank exchanges fields of this kind now (module docstring)."""
-        key = (dim, signature(specs))
-        if key in self._agreed:
+    def check(self, dim: str | None, specs: tuple[FieldSpec, ...], kind: int) -> None:
+        """Collectively, unless ``kind`` (``signature(specs, dim)`` as an int64) is the kind
+        of the last exchange of ``dim``: raise ``RanksDisagreeError`` on every rank unless
+        every rank exchanges fields of this kind now (module docstring)."""
+        if self.last.get(dim) == kind:
             return
-        mine = described(dim, specs)
-        call = self.call
-        self._checked_at.add(call)
         barrier = self._comm.Ibarrier()
+        alarmed = False if barrier.Test() else self._wait(barrier, dim, specs)
+        # one allreduce: the least kind, the greatest (as the least complement), and whether
+        # any rank sent alarms
+        least = self._least
+        least[:] = (kind, ~kind, -alarmed)
+        self._comm.Allreduce(MPI.IN_PLACE, least, op=MPI.MIN)
+        if least[2]:
+            self._drain_alarms(self.call, self._comm.allgather(alarmed))
+        if least[0] != ~least[1]:
+            check_ranks_agree(self._comm, "exchange", fields=described(dim, specs))
+        self.last[dim] = kind
+
+    def _wait(self, barrier: MPI.Request, dim: str | None, specs: tuple[FieldSpec, ...]) -> bool:
+        """Wait for the other ranks to come to the check; after ``ALARM_AFTER_S`` alarm them
+        and raise on an answer, and say so on stderr every ``REPORT_AFTER_S``. Whether this
+        rank sent alarms."""
         start = report = time.monotonic()
+        polls = 0
         alarmed = False
         while not barrier.Test():
-            waited = time.monotonic() - start
-            if waited < _SPIN_S:
+            polls += 1
+            if polls % POLLS_PER_CLOCK:
                 continue
-            time.sleep(_POLL_S)
-            if waited >= ALARM_AFTER_S:
-                if not alarmed:
-                    alarmed = True
-                    for rank in range(self._comm.Get_size()):
-                        if rank != self._comm.Get_rank():
-                            self._comm.isend((call, mine), rank, _ALARM_TAG).Free()
-                self._read_answers(call, mine)
-            if time.monotonic() - report >= build_once.REPORT_AFTER_S:
-                report = time.monotonic()
+            now = time.monotonic()
+            if now - start < ALARM_AFTER_S:
+                continue
+            time.sleep(_POLL_S)  # (ranks late by a second may well need the cores)
+            mine = described(dim, specs)
+            if not alarmed:
+                alarmed = True
+                for rank in range(self._comm.Get_size()):
+                    if rank != self._comm.Get_rank():
+                        self._comm.isend((self.call, mine), rank, _ALARM_TAG).Free()
+            self._read_answers(self.call, mine)
+            if now - report >= build_once.REPORT_AFTER_S:
+                report = now
                 print(
-                    f"gt4py_halo: rank {self._comm.Get_rank()} has waited {report - start:.0f} s "
+                    f"gt4py_halo: rank {self._comm.Get_rank()} has waited {now - start:.0f} s "
                     f"for the other ranks to check the fields of a new kind of exchange ({mine}): "
                     "every rank must exchange the same fields, in the same order",
                     file=sys.stderr,
                     flush=True,
                 )
-        self._drain_alarms(call, self._comm.allgather(alarmed))
-        check_ranks_agree(self._comm, "exchange", fields=mine)
-        self._agreed.add(key)
+        return alarmed
 
     def _drain_alarms(self, call: int, alarmed: list[bool]) -> None:
         """Receive the alarms of a check that was slow, not wrong (every rank came), from
@@ -121,15 +144,16 @@ class Agreement:
         """What a wait for the messages of an exchange of these fields does once it has
         lasted ``ALARM_AFTER_S``, at every poll: raise ``RanksDisagreeError`` if a rank
         checks new fields in a call of this exchange whose check this rank did not take
-        part in (its fields were of a kind agreed before: the ranks disagree)."""
+        part in (its fields were of its dim's last kind, the other's not: the ranks disagree)."""
         self._read_alarms()
-        due = [c for c in self._alarms if c <= self.call and c not in self._checked_at]
+        due = [c for c in self._alarms if c <= self.call]  # (a check drains its own)
         if not due:
             return
         call = min(due)
         mine = described(dim, specs)
-        for rank, _ in self._alarms[call]:
-            self._comm.isend((call, mine), rank, _ANSWER_TAG).Free()
+        for rank in range(self._comm.Get_size()):  # every checking rank, not only those heard
+            if rank != self._comm.Get_rank():
+                self._comm.isend((call, mine), rank, _ANSWER_TAG).Free()
         self._broken = _disagreement(call, [*self._alarms.pop(call), (self._comm.rank, mine)])
         raise RanksDisagreeError(self._broken)
 

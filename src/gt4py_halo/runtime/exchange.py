@@ -18,6 +18,7 @@ import numpy as np
 
 from gt4py_halo import profiling
 from gt4py_halo.config import backend_and_source
+from gt4py_halo.decomposition.plan import FieldSpec, signature
 from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.agreement import Agreement
 from gt4py_halo.runtime.fields import as_array, specs_of
@@ -66,7 +67,9 @@ class Exchange:
         cached = self._prepared.get(dim, fields)
         if cached is None or not _still_writeable(arrays):
             cached = self._prepare(fields, arrays, dim)
-        prepared, waiting = cached
+        elif self._agreement is not None and self._agreement.last.get(dim) != cached[3]:
+            self._agreement.check(dim, cached[2], cached[3])
+        prepared, waiting = cached[:2]
         if not rec:
             return ExchangeHandle(prepared.start(arrays), waiting)
         described = {
@@ -81,21 +84,23 @@ class Exchange:
 
     def _prepare(
         self, fields: tuple[Any, ...], arrays: list[Any], dim: str | None
-    ) -> tuple[Any, Any]:
+    ) -> tuple[Any, Any, tuple[FieldSpec, ...], int]:
         """Check ``fields`` against the plan of ``dim`` and have the transport prepare their
         exchange; with what a slow wait for their messages does (``Agreement.waiting``), if
-        anything. Kept for the same field objects where the transport allows."""
+        anything, their specs and kind. Kept for the same field objects where the transport
+        allows."""
         _check_libraries(arrays)
         plan = self.decomposition.plan(dim)
         specs = specs_of(plan, arrays)
+        kind = int.from_bytes(signature(specs, dim), "little", signed=True)
         waiting = None
-        if self._agreement is not None:
-            self._agreement.check(dim, specs)
+        if self._agreement is not None:  # before the transport's collective setup
+            self._agreement.check(dim, specs, kind)
             waiting = partial(self._agreement.waiting, dim, specs)
         prepared = self._transport.prepare(plan, arrays, specs)
         if prepared.reusable:
-            self._prepared.put(dim, fields, (prepared, waiting))
-        return prepared, waiting
+            self._prepared.put(dim, fields, (prepared, waiting, specs, kind))
+        return prepared, waiting, specs, kind
 
     def __repr__(self) -> str:
         return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"

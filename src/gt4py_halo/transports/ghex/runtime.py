@@ -43,7 +43,7 @@ from gt4py_halo import profiling
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import BackendUnavailableError, DecompositionError, FieldError
-from gt4py_halo.runtime.agreement import ALARM_AFTER_S
+from gt4py_halo.runtime.agreement import ALARM_AFTER_S, POLLS_PER_CLOCK
 from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
 
 try:
@@ -327,13 +327,13 @@ class PendingGhexExchange:
 
     def _poll(self, waiting: Callable[[], None]) -> None:
         """Poll GHEX until every message is in, calling ``waiting`` at every poll after
-        ``ALARM_AFTER_S`` (the clock is read every ``_POLLS_PER_CLOCK`` polls)."""
+        ``ALARM_AFTER_S`` (the clock is read every ``POLLS_PER_CLOCK`` polls)."""
         deadline = 0.0
         for handle, _, _ in self._started:
             polls = 0
             while not handle.is_ready():
                 polls += 1
-                if polls % _POLLS_PER_CLOCK:
+                if polls % POLLS_PER_CLOCK:
                     continue
                 if not deadline:
                     deadline = time.monotonic() + ALARM_AFTER_S
@@ -345,8 +345,6 @@ class PendingGhexExchange:
                         _ABANDONED.append(self)
                         raise
 
-
-_POLLS_PER_CLOCK = 1000  # GHEX polls between clock reads while waiting (about 0.5 ms)
 
 #: Exchanges started and not yet waited for, finished at exit (before MPI is finalized); held
 #: even where the user dropped the handle: GHEX writes into their fields until then.
