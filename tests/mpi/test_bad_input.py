@@ -501,6 +501,50 @@ def test_ghex_kinds_agreed_before_that_differ_between_ranks(comm, theirs):
         np.testing.assert_array_equal(again, expected_local(d, (), np.float64))
 
 
+@pytest.mark.timeout(60)  # a hang fails
+@pytest.mark.parametrize("then", ["repeats", "changes"])
+def test_ghex_rank_that_only_sends_to_a_checking_rank(comm, then):
+    """One-sided halos: rank 0 needs a cell of rank 1, no rank needs one of rank 0. After an
+    agreed exchange rank 0 exchanges float32 (a new kind: it checks) while the others repeat
+    float64: they only send, so they never wait for rank 0. Going on repeating (a model's
+    steps), they read rank 0's alarms at a later call; changing to float32 at their next call,
+    they come to a check from a later call than rank 0's (the kinds agree, the calls do not).
+    Either way every rank raises within seconds, never a silent wrong halo; the exchange is
+    broken, a new one works."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    d = gh.UnstructuredDecomposition(
+        {"cell": (np.array([comm.rank]), [1] if comm.rank == 0 else [])}
+    )
+
+    def field(dtype):
+        return np.full(2 if comm.rank == 0 else 1, comm.rank, dtype)
+
+    ex = gh.make_exchange(d, backend="ghex")
+    ex.exchange(field(np.float64), dim="cell")
+    if comm.rank == 0 or then == "repeats":
+        dtypes = [np.float32 if comm.rank == 0 else np.float64] * 200
+    else:
+        dtypes = [np.float64, np.float32]
+    if then == "repeats":
+        match = r"exchange call 2 \(rank 0: \"dim 'cell': float32 levels \(\)\"; rank \d+: \"dim 'cell': float64"
+    else:
+        match = r"call: rank 0: 2; rank 1: 3"
+    started = time.monotonic()
+    with pytest.raises(gh.RanksDisagreeError, match=match):
+        for dtype in dtypes:  # a model's steps
+            ex.exchange(field(dtype), dim="cell")
+            time.sleep(0.05)
+    assert time.monotonic() - started < 10
+    with pytest.raises(gh.RanksDisagreeError, match="cannot be used again"):
+        ex.exchange(field(np.float64), dim="cell")
+    fresh = gh.make_exchange(d, backend="ghex")
+    for dtype in (np.float32, np.float64):
+        halo = field(dtype)
+        fresh.exchange(halo, dim="cell")
+        np.testing.assert_array_equal(halo, [0, 1] if comm.rank == 0 else [comm.rank])
+
+
 @pytest.mark.parametrize("late", ["last", "first"])
 def test_a_step_called_late_on_some_ranks_is_reported(comm, monkeypatch, capfd, late):
     """A compiled step is collective. Ranks that call it while others do not (yet) wait for

@@ -22,11 +22,13 @@ check proves a disagreement; it answers every rank with its own fields, and the 
 broken: every later call raises. The alarms of a check that was slow, not wrong (every rank
 came), are received by the check itself: no message is left on the communicator when it is
 freed. Calls are numbered per exchange object; ranks call the same exchanges in the same
-order, as every transport needs.
+order, as every transport needs, so a check also compares the ranks' call numbers: a rank
+that comes to it from a later call went on past calls the others checked.
 
-Not seen: a rank that repeats its kind and does not wait for the checking rank's messages
-(it only sends to it: one-sided halos): the checking rank waits, saying so on stderr (see
-docs/checks.md).
+A rank that repeats its kind and never waits for the checking rank's messages (it only sends
+to it: one-sided halos) reads the alarms at its next call, at most once per
+``ALARM_AFTER_S`` (one clock read per call). One that makes no further call leaves the
+checking rank waiting, saying so on stderr (docs/checks.md).
 """
 
 from __future__ import annotations
@@ -59,11 +61,13 @@ class Agreement:
         #: Per dim, the kind of fields (``plan.signature``) of its last exchange: the same on
         #: every rank, checked.
         self.last: dict[str | None, int] = {}
-        self._least = np.empty(3, np.int64)  # the check's allreduce
+        self._least = np.empty(5, np.int64)  # the check's allreduce
         self._alarms: dict[int, list[tuple[int, str]]] = {}  # per call: (rank, fields)
         self._broken: str | None = None
         #: The number of the current call (``next_call``).
         self.call = 0
+        self._named: dict[str | None, str] = {}  # per dim, its last kind as errors name it
+        self._read_at = time.monotonic()  # when ``next_call`` last read alarms
 
     def __del__(self) -> None:
         if self._broken is None:  # else a collective is unfinished on it: left to MPI's end
@@ -76,6 +80,10 @@ class Agreement:
                 f"{self._broken}; this exchange was left unfinished then and cannot be used "
                 "again: make a new one"
             )
+        now = time.monotonic()
+        if now - self._read_at >= ALARM_AFTER_S:  # for ranks that never wait for messages
+            self._read_at = now
+            self._answer_alarms("; ".join(self._named.values()))
         self.call += 1
         return self.call
 
@@ -90,13 +98,22 @@ class Agreement:
         # one allreduce: the least kind, the greatest (as the least complement), and whether
         # any rank sent alarms
         least = self._least
-        least[:] = (kind, ~kind, -alarmed)
+        least[:] = (kind, ~kind, self.call, ~self.call, -alarmed)
         self._comm.Allreduce(MPI.IN_PLACE, least, op=MPI.MIN)
-        if least[2]:
+        if least[4]:
             self._drain_alarms(self.call, self._comm.allgather(alarmed))
+        if least[2] != ~least[3]:  # a rank's calls without a check were this one's messages
+            try:
+                check_ranks_agree(
+                    self._comm, "exchange", call=self.call, fields=described(dim, specs)
+                )
+            except RanksDisagreeError as error:
+                self._broken = str(error)
+                raise
         if least[0] != ~least[1]:
             check_ranks_agree(self._comm, "exchange", fields=described(dim, specs))
         self.last[dim] = kind
+        self._named[dim] = described(dim, specs)
 
     def _wait(self, barrier: MPI.Request, dim: str | None, specs: tuple[FieldSpec, ...]) -> bool:
         """Wait for the other ranks to come to the check; after ``ALARM_AFTER_S`` alarm them
@@ -145,12 +162,16 @@ class Agreement:
         lasted ``ALARM_AFTER_S``, at every poll: raise ``RanksDisagreeError`` if a rank
         checks new fields in a call of this exchange whose check this rank did not take
         part in (its fields were of its dim's last kind, the other's not: the ranks disagree)."""
+        self._answer_alarms(described(dim, specs))
+
+    def _answer_alarms(self, mine: str) -> None:
+        """Read the alarms; one for a call this rank made without its check proves a
+        disagreement: answer every rank with ``mine`` (this rank's fields) and raise."""
         self._read_alarms()
         due = [c for c in self._alarms if c <= self.call]  # (a check drains its own)
         if not due:
             return
         call = min(due)
-        mine = described(dim, specs)
         for rank in range(self._comm.Get_size()):  # every checking rank, not only those heard
             if rank != self._comm.Get_rank():
                 self._comm.isend((call, mine), rank, _ANSWER_TAG).Free()
@@ -187,6 +208,6 @@ def _disagreement(call: int, fields: list[tuple[int, str]]) -> str:
     shown = "; ".join(f"rank {rank}: {theirs!r}" for rank, theirs in sorted(fields))
     return (
         f"exchange: ranks disagree on the fields of exchange call {call} ({shown}): a rank "
-        "exchanging fields of a kind it exchanged before does not check them again, and "
-        "waited for the others' messages while they checked theirs"
+        "repeating the kind of fields of its last exchange of that dim did not check them, and "
+        "went on while the others checked theirs"
     )
