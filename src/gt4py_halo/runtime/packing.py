@@ -6,7 +6,9 @@ that sends buffers (``mpi``, ``nccl``) moves. The copies an exchange makes are p
 fixed when the buffer is built; field-side views are bound to the fields of a call and kept
 while the next call passes the same arrays (the usual case: a model exchanges its own state
 every step), so a repeated exchange only runs the copies. Boxes (cartesian) are copied as
-strided blocks; index lists (unstructured) with one gather (``take``) or scatter per field.
+strided blocks, or where a message has many small boxes, with one gather or scatter over the
+elements' offsets per field; index lists (unstructured) with one gather (``take``) or scatter
+per field.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ Copy = Callable[[], Any]
 
 #: Field sets per ``Messages`` whose bound copies are kept.
 BOUND_FIELD_SETS = 8
+#: A NumPy message of boxes is packed with one gather per field, not one copy per box, where
+#: it has fewer elements than this per copy call saved: a copy call costs about as much as
+#: gathering that many elements more than block copies move (docs/benchmarks.md).
+GATHER_ELEMENTS_PER_CALL = 800
+#: The same for unpacking with one scatter (slower per element than a gather).
+SCATTER_ELEMENTS_PER_CALL = 400
 
 
 def _segment(buffer: Any, offset: int, count: int, spec: FieldSpec) -> Any:
@@ -45,11 +53,42 @@ def _region_views(
     if not isinstance(region, BoxRegion):
         return [(xp.asarray(region.indices), segment)]
     views, start = [], 0
-    for box in region.coalesced():
+    boxes = region.coalesced()
+    for box in boxes:
         view = segment[start : start + box.size].reshape(box.shape + spec.level_shape)
         views.append((box.slices, view))
         start += box.size
+    if xp is np and segment.size < GATHER_ELEMENTS_PER_CALL * (len(boxes) - 1):
+        return [(_Gathered(views), segment.reshape(-1))]
     return views
+
+
+class _Gathered:
+    """Boxes of a message that may be copied as one: per field, their elements' offsets in
+    its memory, in message order (box by box, C order inside)."""
+
+    def __init__(self, views: list[tuple[tuple[slice, ...], Any]]) -> None:
+        self.views = views  # (box, buffer view) pairs: the copies otherwise
+        self._elements = sum(view.size for _, view in views)
+
+    def flat(self, array: np.ndarray, per_call: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """A 1-D view of ``array``'s memory and the offsets of the boxes' elements in it;
+        ``None`` where one copy per box is cheaper (fewer than ``per_call`` elements per call
+        saved) or the strides are negative or not whole elements."""
+        itemsize = array.itemsize
+        if self._elements >= per_call * (len(self.views) - 1):
+            return None
+        if any(s < 0 or s % itemsize for s in array.strides):
+            return None
+        strides = [s // itemsize for s in array.strides]
+        parts = []
+        for box, view in self.views:
+            starts = [axis.start for axis in box] + [0] * (view.ndim - len(box))
+            grid = np.ogrid[tuple(slice(a, a + n) for a, n in zip(starts, view.shape))]
+            parts.append(sum(g * stride for g, stride in zip(grid, strides)).ravel())
+        span = 1 + sum((n - 1) * stride for n, stride in zip(array.shape, strides))
+        flat = np.lib.stride_tricks.as_strided(array, (span,), (itemsize,))
+        return flat, np.concatenate(parts)
 
 
 class MessageBuffer:
@@ -78,8 +117,16 @@ class MessageBuffer:
         xp, copies = self._xp, []
         for array, views in zip(arrays, self._views):
             for index, view in views:
-                if isinstance(index, tuple):
+                if isinstance(index, _Gathered) and (
+                    flat := index.flat(array, GATHER_ELEMENTS_PER_CALL)
+                ):
+                    copies.append(partial(flat[0].take, flat[1], 0, view, "clip"))
+                elif isinstance(index, _Gathered):
+                    copies.extend(partial(xp.copyto, v, array[i]) for i, v in index.views)
+                elif isinstance(index, tuple):
                     copies.append(partial(xp.copyto, view, array[index]))
+                elif xp is np:  # indices of the plan, in range: "clip" writes unbuffered
+                    copies.append(partial(array.take, index, 0, view, "clip"))
                 else:
                     copies.append(partial(xp.take, array, index, axis=0, out=view))
         return copies
@@ -89,7 +136,13 @@ class MessageBuffer:
         xp, copies = self._xp, []
         for array, views in zip(arrays, self._views):
             for index, view in views:
-                if isinstance(index, tuple):
+                if isinstance(index, _Gathered) and (
+                    flat := index.flat(array, SCATTER_ELEMENTS_PER_CALL)
+                ):
+                    copies.append(partial(flat[0].__setitem__, flat[1], view))
+                elif isinstance(index, _Gathered):
+                    copies.extend(partial(xp.copyto, array[i], v) for i, v in index.views)
+                elif isinstance(index, tuple):
                     copies.append(partial(xp.copyto, array[index], view))
                 else:
                     copies.append(partial(array.__setitem__, index, view))
