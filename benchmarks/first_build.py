@@ -21,48 +21,21 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
-
-#: The step's exchange and stencil, set in the building process (``build``).
-EX: Any = None
-diffuse_10: Any = None
-
-
-def step_a10(
-    u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
-    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
-    i0, i1, j0, j1, k1,
-):  # fmt: skip
-    EX.exchange(u0, u1, u2, u3, u4, u5, u6, u7, u8, u9)
-    diffuse_10(
-        u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
-        v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
-        i0, i1, j0, j1, k1,
-    )  # fmt: skip
-    EX.exchange(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9)
-    diffuse_10(
-        v0, v1, v2, v3, v4, v5, v6, v7, v8, v9,
-        u0, u1, u2, u3, u4, u5, u6, u7, u8, u9,
-        i0, i1, j0, j1, k1,
-    )  # fmt: skip
 
 
 def build(profile: str | None) -> None:
     """In a process whose caches point into the folder of the run: one first call."""
-    global EX, diffuse_10
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import compiled_step as cs
     import numpy as np
 
     import gt4py_halo as gh
 
-    diffuse_10 = cs.diffuse_10
     d = gh.CartesianDecomposition((128, 128, 80), halo=(3, 3, 0), periodic=True)
-    EX = gh.make_exchange(d, "mpi")
     fields = [cs.as_field(np.random.default_rng(n).random(d.allocated_shape)) for n in range(20)]
     (i0, i1), (j0, j1) = [(s.start, s.stop) for s in d.owned[:2]]
     bounds = [cs.i32(b) for b in (i0, i1, j0, j1, d.allocated_shape[2])]
-    step = gh.program(step_a10)
+    step = gh.program(cs.make_a10(gh.make_exchange(d, "mpi")))
     profiler = cProfile.Profile()
     start = time.perf_counter()
     if profile:
