@@ -19,7 +19,8 @@ number and its fields), and a rank whose wait for an exchange's messages has las
 ``ALARM_AFTER_S`` reads the alarms: one for a call it made without taking part in that call's
 check proves a disagreement; it answers every rank with its own fields, and the ranks raise
 ``RanksDisagreeError``. They leave a collective or an exchange unfinished, so the exchange is
-broken: every later call raises. The alarms of a check that was slow, not wrong (every rank
+broken: every later call raises, and its communicators (the check's, the transport's) are
+never freed: messages may be left on them. The alarms of a check that was slow, not wrong (every rank
 came), are received by the check itself: no message is left on the communicator when it is
 freed. Calls are numbered per exchange object; ranks call the same exchanges in the same
 order, as every transport needs, so a check also compares the ranks' call numbers: a rank
@@ -53,11 +54,19 @@ POLLS_PER_CLOCK = 1000
 _POLL_S = 0.001  # seconds between polls of a check once it is that slow
 
 
-class Agreement:
-    """The fields checks of one exchange object, on a communicator of their own."""
+#: The communicators and transports of broken exchanges, never freed: messages a rank posted
+#: may be left unreceived on them, which a communicator that MPI made later in the place of a
+#: freed one could take for its own (GHEX's pattern setup crashed on one).
+_BROKEN: list[tuple[MPI.Intracomm, object]] = []
 
-    def __init__(self, comm: MPI.Intracomm) -> None:
+
+class Agreement:
+    """The fields checks of one exchange object, on a communicator of their own; ``transport``
+    is kept alive for good if the exchange breaks."""
+
+    def __init__(self, comm: MPI.Intracomm, transport: object) -> None:
         self._comm = comm.Dup()
+        self._transport = transport
         #: Per dim, the kind of fields (``plan.signature``) of its last exchange: the same on
         #: every rank, checked.
         self.last: dict[str | None, int] = {}
@@ -70,7 +79,7 @@ class Agreement:
         self._read_at = time.monotonic()  # when ``next_call`` last read alarms
 
     def __del__(self) -> None:
-        if self._broken is None:  # else a collective is unfinished on it: left to MPI's end
+        if "_comm" in vars(self) and self._broken is None:  # (else its Dup failed, or _BROKEN)
             free_communicator(self._comm)
 
     def next_call(self) -> int:
@@ -108,8 +117,7 @@ class Agreement:
                     self._comm, "exchange", call=self.call, fields=described(dim, specs)
                 )
             except RanksDisagreeError as error:
-                self._broken = str(error)
-                raise
+                raise self._break(str(error)) from None
         if least[0] != ~least[1]:
             check_ranks_agree(self._comm, "exchange", fields=described(dim, specs))
         self.last[dim] = kind
@@ -175,8 +183,7 @@ class Agreement:
         for rank in range(self._comm.Get_size()):  # every checking rank, not only those heard
             if rank != self._comm.Get_rank():
                 self._comm.isend((call, mine), rank, _ANSWER_TAG).Free()
-        self._broken = _disagreement(call, [*self._alarms.pop(call), (self._comm.rank, mine)])
-        raise RanksDisagreeError(self._broken)
+        raise self._break(_disagreement(call, [*self._alarms.pop(call), (self._comm.rank, mine)]))
 
     def _read_alarms(self) -> None:
         status = MPI.Status()
@@ -194,8 +201,14 @@ class Agreement:
             if their_call == call:
                 answers.append((rank, theirs))
         if answers:
-            self._broken = _disagreement(call, [*answers, (self._comm.rank, mine)])
-            raise RanksDisagreeError(self._broken)
+            raise self._break(_disagreement(call, [*answers, (self._comm.rank, mine)]))
+
+    def _break(self, problem: str) -> RanksDisagreeError:
+        """The error of ``problem``, after which the exchange is broken: a collective or an
+        exchange is left unfinished, so its communicators go to ``_BROKEN``."""
+        self._broken = problem
+        _BROKEN.append((self._comm, self._transport))
+        return RanksDisagreeError(problem)
 
 
 def described(dim: str | None, specs: tuple[FieldSpec, ...]) -> str:

@@ -30,12 +30,37 @@ FIELD_SETS_REMEMBERED = 16
 
 
 class Exchange:
-    """Halo exchanges of one decomposition over one transport."""
+    """Halo exchanges of one decomposition over one transport.
+
+    Its two calls share its ``_Exchanger`` and do not refer back to it, so that dropping the
+    exchange frees its transport and communicators at once, on every rank alike: waiting for
+    Python's cycle collector, whose timing differs between ranks, would free them at
+    rank-dependent times, and MPI needs communicators freed on all ranks to reuse them.
+    """
 
     def __init__(self, decomposition: Any, backend: str | None = None) -> None:
-        name, source = backend_and_source(backend)
+        exchanger = _Exchanger(decomposition, backend)
+        self._exchanger = exchanger
         self.decomposition = decomposition
         #: The transport in use (``"auto"`` resolved).
+        self.backend = exchanger.backend
+        #: ``ex.exchange(*fields, dim=None)``: fill the halos of ``fields`` from their owners,
+        #: returning when all are written; inside a DaCe program, a ``HaloExchange`` node.
+        self.exchange = BlockingExchange(exchanger)
+        #: ``h = ex.start(*fields, dim=None)``: post the exchange and return at once; the
+        #: halos are written by ``h.finish()``. Inside a DaCe program, a start/finish node pair.
+        self.start = SplitExchange(exchanger)
+
+    def __repr__(self) -> str:
+        return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"
+
+
+class _Exchanger:
+    """What an ``Exchange``'s calls share: its transport, checks and prepared field sets."""
+
+    def __init__(self, decomposition: Any, backend: str | None) -> None:
+        name, source = backend_and_source(backend)
+        self.decomposition = decomposition
         self.backend: str
         self.backend, self._transport = make_transport(name, decomposition, source)
         self._auto = name.lower() == "auto"
@@ -43,15 +68,11 @@ class Exchange:
         self._prepared = IdentityCache(FIELD_SETS_REMEMBERED)
         # where messages do not say what fields they hold, ranks check new kinds of fields
         self._agreement = (
-            None if self._transport.checks_each_message else Agreement(decomposition.comm)
+            None
+            if self._transport.checks_each_message
+            else Agreement(decomposition.comm, self._transport)
         )
         self._compiled_data: Any = None
-        #: ``ex.exchange(*fields, dim=None)``: fill the halos of ``fields`` from their owners,
-        #: returning when all are written; inside a DaCe program, a ``HaloExchange`` node.
-        self.exchange = BlockingExchange(self)
-        #: ``h = ex.start(*fields, dim=None)``: post the exchange and return at once; the
-        #: halos are written by ``h.finish()``. Inside a DaCe program, a start/finish node pair.
-        self.start = SplitExchange(self)
 
     def _start(self, fields: tuple[Any, ...], dim: str | None) -> ExchangeHandle:
         """Post the exchange of ``fields`` and return at once.
@@ -102,9 +123,6 @@ class Exchange:
             self._prepared.put(dim, fields, (prepared, waiting, specs, kind))
         return prepared, waiting, specs, kind
 
-    def __repr__(self) -> str:
-        return f"Exchange(backend={self.backend!r}, decomposition={self.decomposition!r})"
-
 
 class _CompiledCall:
     """An exchange call DaCe can compile: DaCe's ``__sdfg__`` protocol over one ``Exchange``.
@@ -114,8 +132,8 @@ class _CompiledCall:
 
     PHASE = "exchange"
 
-    def __init__(self, exchange: Exchange) -> None:
-        self._exchange = exchange
+    def __init__(self, exchanger: _Exchanger) -> None:
+        self._exchanger = exchanger
 
     def __sdfg__(self, *descriptors: Any, dim: str | None = None) -> Any:
         from gt4py_halo.compiled.convertible import exchange_sdfg
@@ -144,7 +162,7 @@ class _CompiledCall:
     def _data(self) -> Any:
         from gt4py_halo.compiled.convertible import CompiledExchangeData
 
-        exchange = self._exchange
+        exchange = self._exchanger
         if exchange._compiled_data is None:
             exchange._compiled_data = CompiledExchangeData(
                 exchange.decomposition, exchange.backend, exchange._auto
@@ -160,7 +178,7 @@ class BlockingExchange(_CompiledCall):
     """
 
     def __call__(self, *fields: Any, dim: str | None = None) -> None:
-        self._exchange._start(fields, dim).finish()
+        self._exchanger._start(fields, dim).finish()
 
 
 class SplitExchange(_CompiledCall):
@@ -173,7 +191,7 @@ class SplitExchange(_CompiledCall):
     PHASE = "start"
 
     def __call__(self, *fields: Any, dim: str | None = None) -> ExchangeHandle:
-        return self._exchange._start(fields, dim)
+        return self._exchanger._start(fields, dim)
 
 
 class ExchangeHandle:

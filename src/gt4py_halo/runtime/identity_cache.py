@@ -5,8 +5,8 @@ slicing their views again on every call would cost more than the copies of a sma
 are object identities. The cache never keeps those objects alive: it holds no reference to
 them, and an entry is dropped the moment one of its objects is garbage-collected (so an id
 reused by a new object never finds an old entry). Values must not reference the objects
-either (``unowned_view``). Objects that cannot be weakly referenced are not cached. Least
-recently used entries go beyond ``size``.
+either (``unowned_view``). Nor do the objects keep the cache alive. Objects that cannot be
+weakly referenced are not cached. Least recently used entries go beyond ``size``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class IdentityCache:
         try:
             for obj in objects:
                 if id(obj) not in self._watched:
-                    weakref.finalize(obj, self._forget, id(obj))
+                    weakref.finalize(obj, _forget, weakref.ref(self), id(obj))
                     self._watched.add(id(obj))
         except TypeError:  # not weakly referenceable: not cached
             return
@@ -51,6 +51,15 @@ class IdentityCache:
         self._watched.discard(identity)
         for key in [k for k in self._entries if identity in k[1:]]:
             del self._entries[key]
+
+
+def _forget(cache: weakref.ref[IdentityCache], identity: int) -> None:
+    """``cache._forget(identity)`` if the cache is still there: a cached object that outlives
+    the cache (a user's field, its exchange dropped) does not keep the cache and its values
+    (prepared exchanges, their transport) alive."""
+    alive = cache()
+    if alive is not None:
+        alive._forget(identity)
 
 
 def unowned_view(array: Any) -> np.ndarray | None:

@@ -19,10 +19,11 @@ serves one buffer type for good (pyghex fails on another): one pool per plan and
 A descriptor is made over a view of the field's memory that does not reference the field
 (pyghex's descriptor keeps what it is given alive), kept per field object and dropped when the
 field is: the cache never keeps a user's array alive. An exchange in flight keeps its fields,
-their descriptors and GHEX's buffer infos alive until it is waited for (GHEX reads them through
-raw pointers: with the buffer infos freed early, exchanges in flight garbled halos and
-crashed); exchanges still in flight when the interpreter exits are finished then, before MPI
-is.
+their descriptors, GHEX's buffer infos and its transport (the GHEX context) alive until it is
+waited for, however early the user drops the exchange object (GHEX reads them through raw
+pointers: with the buffer infos freed early, exchanges in flight garbled halos and crashed;
+with the context freed, the next exchange crashed); exchanges still in flight when the
+interpreter exits are finished then, before MPI is.
 """
 
 from __future__ import annotations
@@ -179,9 +180,7 @@ class GhexTransport:
         pooled = [
             (group, self._idle_objects.setdefault((plan.name, kind), [])) for kind, group in groups
         ]
-        return PreparedGhexExchange(
-            pooled, descriptors, staged, unowned, self._new_communication_object
-        )
+        return PreparedGhexExchange(pooled, descriptors, staged, unowned, self)
 
     def _buffer_infos(
         self, plan: ExchangePlan, patterns: Any, arrays: Sequence[Any], specs: tuple
@@ -241,7 +240,7 @@ class GhexTransport:
             self._descriptors.put(tag, [array], descriptor)
         return descriptor, view is not None
 
-    def _new_communication_object(self) -> Any:
+    def new_communication_object(self) -> Any:
         if isinstance(self._decomposition, CartesianDecomposition):
             return ghex_regular.make_communication_object(self._context)
         return ghex_unstructured.make_communication_object(self._context)
@@ -263,12 +262,12 @@ class PreparedGhexExchange:
         descriptors: Any,
         staged: list,
         unowned: bool = True,
-        new_communication_object: Any = None,
+        transport: GhexTransport | None = None,
     ) -> None:
         self._groups = groups
         self._descriptors = descriptors
         self._staged = staged  # (position, the dense copy exchanged instead, its halo)
-        self._new = new_communication_object
+        self._transport = transport  # its context and patterns: GHEX's, for what is in flight
         #: Whether it may be kept for the same field objects (it references none of them).
         self.reusable = unowned and not staged
 
@@ -282,12 +281,14 @@ class PreparedGhexExchange:
         t = rec.now() if rec else 0.0
         started = []
         for group, pool in self._groups:
-            co = pool.pop() if pool else self._new()
+            co = pool.pop() if pool else self._transport.new_communication_object()
             started.append((co.exchange(group), co, pool))
         if rec:  # GHEX packs and posts in one call
             rec.event("post", t, {"GHEX exchanges (one per buffer type)": len(started)})
-        # GHEX reads the fields, their descriptors and buffer infos until the wait
-        return PendingGhexExchange(started, (arrays, self._descriptors, self._groups), staged)
+        # GHEX reads the fields, their descriptors and buffer infos until the wait, and its
+        # communication objects need their context: the exchange may be dropped before
+        kept = (arrays, self._descriptors, self._groups, self._transport)
+        return PendingGhexExchange(started, kept, staged)
 
 
 class PendingGhexExchange:
