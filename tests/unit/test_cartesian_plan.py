@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 
 import gt4py_halo as gh
-from gt4py_halo.decomposition.cartesian import _block_bounds
+from gt4py_halo.decomposition.cartesian import _block_bounds, exchange_directions, side_by_side
 from gt4py_halo.decomposition.plan import FieldSpec, segment_offsets
 
 
@@ -67,3 +67,31 @@ def test_coalesced_boxes_hold_the_same_cells_in_the_same_order():
                 assert _cells(coalesced) == _cells(region.boxes)
                 merged_any |= len(coalesced) < len(region.boxes)
     assert merged_any
+
+
+def test_directions_to_one_rank_are_side_by_side_on_every_rank():
+    """The compiled exchange's arena order: on every rank of every grid, the directions that
+    lead to one neighbour rank are consecutive (one contiguous message), faces at the end."""
+    for ndim in (2, 3):
+        directions = exchange_directions(((1, 1),) * ndim)
+        for grid in itertools.product(range(1, 5 if ndim == 2 else 4), repeat=ndim):
+            for periodic in itertools.product((False, True), repeat=ndim):
+                order = side_by_side(directions, grid, periodic)
+                assert sorted(order) == list(range(len(directions)))
+                for coords in itertools.product(*map(range, grid)):
+                    peers = [_peer(coords, directions[k], grid, periodic) for k in order]
+                    for peer in set(peers) - {None}:
+                        at = [i for i, p in enumerate(peers) if p == peer]
+                        assert at == list(range(at[0], at[-1] + 1)), (grid, periodic, coords)
+                        widths = [sum(map(abs, directions[order[i]])) for i in at]
+                        assert widths == sorted(widths, reverse=True)
+
+
+def _peer(coords, direction, grid, periodic):
+    """The block coordinates ``direction`` leads to from ``coords``; None past an open edge."""
+    peer = []
+    for c, d, p, per in zip(coords, direction, grid, periodic):
+        if not (0 <= c + d < p or per):
+            return None
+        peer.append((c + d) % p)
+    return tuple(peer)

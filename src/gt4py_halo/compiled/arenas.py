@@ -69,19 +69,21 @@ def field_groups(fields: list[Any]) -> list[tuple[int, ...]]:
 def arenas(node: Any, fields: list[Any], sending: bool) -> tuple[Arena, ...]:
     """The arenas ``node`` sends from (receives into), one per field group.
 
-    A send arena lists its segments by direction, a receive arena by the direction its
-    sender sent them towards (the opposite one). So the segments exchanged with one
-    neighbour rank come in the same order on both sides, mostly side by side: one message
-    per neighbour rank and group, contiguous or of a few blocks. MPI here moved 5 MB between
-    two ranks in 0.39 ms as one contiguous message, 0.66 ms as 60 messages and 1.31 ms as one
-    datatype over 60 buffers; 6 small messages cost 7.4 us against 2.9 us for one.
+    A send arena lists its segments in the exchange's ``arena_order`` (directions that lead
+    to the same rank on every rank side by side, faces last: ``side_by_side``), a receive
+    arena by the direction its sender sent them towards (the opposite one). So the segments
+    exchanged with one neighbour rank come in the same order on both sides, side by side:
+    one contiguous message per neighbour rank and group (of a few blocks only where a segment
+    in the middle of them goes in place): MPI sends one contiguous message far faster than
+    several messages or a datatype over blocks with gaps (docs/compiled_steps.md).
 
     Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
     runtime plan is built from); along a direction, widths are halo widths (ints), across it
     owned sizes (> 0), so an empty box is known when the node is lowered.
     """
     shapes = tuple((tuple(desc.shape), desc.dtype) for desc in fields)
-    return _layout(node.spec.uid, node.spec.halo, node.spec.directions, shapes, sending)
+    spec = node.spec
+    return _layout(spec.uid, spec.halo, spec.directions, spec.arena_order, shapes, sending)
 
 
 @functools.lru_cache(maxsize=256)
@@ -89,6 +91,7 @@ def _layout(
     uid: str,
     halo: tuple[tuple[int, int], ...],
     offsets: tuple[tuple[int, ...], ...],
+    sent_order: tuple[int, ...],
     shapes: tuple[tuple[tuple[Any, ...], Any], ...],
     sending: bool,
 ) -> tuple[Arena, ...]:
@@ -96,7 +99,7 @@ def _layout(
     that ask for it get the same layout."""
     fields = [_Shaped(shape, dtype) for shape, dtype in shapes]
     opposite = opposites(offsets)
-    order = range(len(offsets)) if sending else sorted(range(len(offsets)), key=opposite.get)
+    order = sent_order if sending else [opposite[k] for k in sent_order]
     found = []
     for g, group in enumerate(field_groups(fields)):
         desc = fields[group[0]]

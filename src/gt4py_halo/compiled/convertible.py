@@ -26,7 +26,7 @@ from mpi4py import MPI
 from gt4py_halo.compiled.nodes import SELF, CompiledExchange, HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.compiled.phases import TOKEN
 from gt4py_halo.compiled.split_phase import ExchangeToken
-from gt4py_halo.decomposition.cartesian import CartesianDecomposition
+from gt4py_halo.decomposition.cartesian import CartesianDecomposition, side_by_side
 from gt4py_halo.decomposition.collective import private_communicator
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import DecompositionError, FieldError, ProgramError
@@ -228,6 +228,11 @@ def exchange_sdfg(
         plan_arrays=node_type.implementations[implementation].PLAN_ARRAYS,
         halo=tuple(map(tuple, data.decomposition.halo)) if cartesian else (),
         directions=directions,
+        arena_order=(
+            side_by_side(directions, data.decomposition.proc_grid, data.decomposition.periodic)
+            if cartesian
+            else ()
+        ),
     )
     node = node_type(f"halo_exchange_{plan.name}", spec)
     PLANS[spec.uid] = plan

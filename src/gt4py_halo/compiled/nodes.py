@@ -56,6 +56,8 @@ class CompiledExchange:
     plan_arrays: tuple[str, ...]  # what that expansion reads of the plan: connectors _<name>
     halo: tuple[tuple[int, int], ...] = ()  # cartesian: (lo, hi) widths per decomposed axis
     directions: tuple[tuple[int, ...], ...] = ()  # cartesian: the direction offsets
+    # cartesian: the directions in the order of the send arena (``side_by_side``)
+    arena_order: tuple[int, ...] = ()
     # lowering options of the MPI expansion of cartesian exchanges (``program.lower``):
     copy_maps: str = "direction"  # a copy map per direction, or one per arena (arena_copies.py)
     in_place_min_bytes: int = 0  # runs of at least this many bytes go in place (0: never)

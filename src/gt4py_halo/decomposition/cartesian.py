@@ -187,6 +187,40 @@ def exchange_directions(halo: Sequence[tuple[int, int]]) -> list[tuple[int, ...]
     ]
 
 
+def side_by_side(
+    directions: Sequence[tuple[int, ...]],
+    proc_grid: Sequence[int],
+    periodic: Sequence[bool],
+) -> tuple[int, ...]:
+    """``directions`` (by index) ordered so that those leading to the same rank on every rank
+    come side by side, corners before edges before faces within each such group.
+
+    Two directions lead to the same rank wherever both have a neighbour exactly when, on
+    every periodic axis, their offsets agree modulo the grid's extent there (a periodic axis
+    of 2 ranks: -1 and +1 do) and, on every other axis, they are equal: the same on every
+    rank. Laid out in this order, a compiled exchange's message to one rank is one contiguous
+    block, with faces (which may go in place) at its end: MPI sends a datatype with gaps
+    between its blocks far slower than the same bytes side by side (docs/benchmarks.md).
+    """
+
+    def rank_class(d: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(o % p if per else o for o, p, per in zip(d, proc_grid, periodic))
+
+    first: dict[tuple[int, ...], int] = {}
+    for k, d in enumerate(directions):
+        first.setdefault(rank_class(d), k)
+    return tuple(
+        sorted(
+            range(len(directions)),
+            key=lambda k: (
+                first[rank_class(directions[k])],
+                -sum(o != 0 for o in directions[k]),
+                k,
+            ),
+        )
+    )
+
+
 def direction_box(
     owned_shape: Sequence[Any],
     halo: Sequence[tuple[int, int]],
