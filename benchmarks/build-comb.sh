@@ -18,6 +18,7 @@ build=${2:-build/comb}
 }
 mpicxx=$(command -v mpicxx) || { echo "no mpicxx on PATH (the venv's MPICH: make install)" >&2; exit 1; }
 mpicc=$(command -v mpicc)
+mkdir -p "$(dirname "$build")"  # its logs go beside it
 cmake -S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_COMPILER="$mpicxx" -DCMAKE_C_COMPILER="$mpicc" \
   -DENABLE_MPI=On -DCOMB_ENABLE_RAJA=Off -DENABLE_OPENMP=Off -DENABLE_CUDA=Off \
