@@ -179,6 +179,20 @@ def test_a_step_made_again_loads_its_build_without_parsing(
         shutil.rmtree(records)
 
 
+def test_a_build_for_another_process_grid_is_not_reused(comm) -> None:
+    """A step's build record is keyed by the process grid, which orders each message's
+    segments (``side_by_side``): a build made on one rank must not serve the same step on
+    several, whose messages would then have gaps."""
+    if comm.size == 1:
+        pytest.skip("one process grid only")
+
+    def key(on: MPI.Comm) -> str | None:
+        d = gh.CartesianDecomposition((16, 12, 4), halo=(1, 1, 0), periodic=True, comm=on)
+        return step_cache.value_key(gh.make_exchange(d, "mpi").exchange)
+
+    assert key(comm) != key(MPI.COMM_SELF)
+
+
 def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:
     """A stencil whose domain leaves out a strip of the owned cells does not fill its send
     boxes: the exchange packs them itself (decided at run time), with the same bits as the

@@ -119,7 +119,7 @@ def _host_and_device_code(sdfg) -> tuple[str, str]:
         codes = sdfg.generate_code()
     host = next(c.clean_code for c in codes if c.language == "cpp" and "__program_" in c.clean_code)
     cuda = next(c.clean_code for c in codes if c.language == "cu")
-    return host[host.index("void __program_") :], cuda
+    return host[host.index(f"void __program_{sdfg.name}_internal(") :], cuda
 
 
 def test_one_pack_and_one_unpack_kernel_per_exchange(generated):

@@ -116,11 +116,20 @@ class CompiledExchangeData:
         fields' descriptors and the closure's): the same for every rank of a decomposition
         and in every process, unlike ``prefix``."""
         plans = [
-            (p.name, len(p.local_shape), [d.offset for d in p.directions])
+            (p.name, len(p.local_shape), [d.offset for d in p.directions], self.arena_order(p))
             for p in self.plans.values()
         ]
         halo = self.decomposition.halo if self.node_type is HaloExchange else ()
         return repr((self.node_type.__name__, self.implementation, plans, tuple(map(tuple, halo))))
+
+    def arena_order(self, plan: ExchangePlan) -> tuple[int, ...]:
+        """The order of a cartesian plan's directions in its message arenas: those leading
+        to one rank side by side (``side_by_side``), from the process grid and periodicity,
+        which every rank shares."""
+        if self.node_type is not HaloExchange:
+            return ()
+        d = self.decomposition
+        return side_by_side(tuple(x.offset for x in plan.directions), d.proc_grid, d.periodic)
 
     def name(self, plan: ExchangePlan, what: str) -> str:
         """The program argument that carries plan array ``what`` of ``plan``."""
@@ -228,11 +237,7 @@ def exchange_sdfg(
         plan_arrays=node_type.implementations[implementation].PLAN_ARRAYS,
         halo=tuple(map(tuple, data.decomposition.halo)) if cartesian else (),
         directions=directions,
-        arena_order=(
-            side_by_side(directions, data.decomposition.proc_grid, data.decomposition.periodic)
-            if cartesian
-            else ()
-        ),
+        arena_order=data.arena_order(plan),
     )
     node = node_type(f"halo_exchange_{plan.name}", spec)
     PLANS[spec.uid] = plan

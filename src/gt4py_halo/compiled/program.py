@@ -56,13 +56,14 @@ from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.compiled.gt4py_translations import translated_once
 from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.iteration_order import order_maps_by_strides
+from gt4py_halo.compiled.last_call import AGAIN, LastCall, add_again_entry
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
 from gt4py_halo.compiled.placement import PlacedInStep, Placement, place_exchanges
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
-from gt4py_halo.compiled.timers import add_timers, drain
+from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError, ProgramError, RanksDisagreeError
 from gt4py_halo.runtime.fields import field_spec
@@ -114,21 +115,21 @@ class Program:
         self._builds: dict[tuple, tuple] = {}  # per build key and shapes
         self._binaries: dict[tuple, str] = {}  # build key -> the build folder
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
-        self._last_call: _LastCall | None = None
+        self._last_call: LastCall | None = None
 
     def __call__(self, *args: Any) -> None:
+        if self._placement is not None:
+            self._keep_placement_valid(args, [_plain(a) for a in args])
+        last = self._last_call
+        if last is None or not last.again(args):  # a model calls its step with the same fields
+            self._call(args)
+
+    def _call(self, args: tuple) -> None:
+        """A call whose arguments differ from the last call's: they are converted for the
+        compiled step (built first where none fits them) and kept for the next call."""
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         values = [_plain(a) for a in args]
-        if self._placement is not None:
-            self._keep_placement_valid(args, values)
-        last = self._last_call
-        profiled = rec is not None  # the build with timers, or the one without
-        if last is not None and last.profiled == profiled and last.same(values):
-            last.run()  # a model calls its step with the same fields
-            if rec:
-                self._recorded(rec, t, last.compiled, last.timers)
-            return
         compiled, fixed, layouts, timers = self._build(values)
         arguments = dict(fixed)
         arguments.update(zip(self._dace_program.argnames, values))
@@ -141,17 +142,12 @@ class Program:
         with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
             prepared = compiled.construct_arguments(**arguments)
         compiled.fast_call(*prepared)
+        # kept by DaCe for Python callbacks, which no step has (``UNCOMPILABLE``): it would
+        # keep the arguments alive
+        compiled._argument_to_pyobject.clear()
+        self._last_call = LastCall(self.__name__, compiled, args, prepared, rec, timers)
         if rec:
-            self._recorded(rec, t, compiled, timers)
-        self._last_call = _LastCall(compiled, values, prepared, profiled, timers)
-
-    def _recorded(self, rec: Any, start: float, compiled: Any, timers: list) -> None:
-        """Records the call that began at ``start`` in profile ``rec``, whose end collects
-        what the step's timers recorded inside it."""
-        rec.event(self.__name__, start, {"timers": len(timers)}, "step")
-        rec.compiled_events[id(compiled)] = functools.partial(
-            drain, compiled, timers, self.__name__
-        )
+            self._last_call.recorded(rec, t)
 
     def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
@@ -415,6 +411,7 @@ class Program:
         timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
+        add_again_entry(sdfg)
         return sdfg, report, exchanged, prefixes, timers
 
 
@@ -449,10 +446,12 @@ def _record(known: step_cache.StepKey, binary: _Binary, name: str) -> step_cache
 def build_digest(sdfg: dace.SDFG) -> str:
     """What names a step's build (its folder, and so the binary a later run finds there, see
     ``_build``): a digest of the lowered graph, the C++ headers the expansions include, the
-    DaCe version and DaCe's compiler settings. The same on every rank."""
+    entry points ``last_call`` adds, the DaCe version and DaCe's compiler settings. The same
+    on every rank."""
     headers = sorted(Path(transports.__file__).parent.glob("*/include/*"))
     toolchain = json.dumps(
-        [dace.__version__, dace.Config.get("compiler"), [h.read_bytes().hex() for h in headers]],
+        [dace.__version__, dace.Config.get("compiler"), [h.read_bytes().hex() for h in headers]]
+        + [AGAIN],
         sort_keys=True,
         default=str,
     )
@@ -682,40 +681,6 @@ def _plain(value: Any) -> Any:
     """GT4Py fields enter the compiled step as their buffers."""
     ndarray = getattr(value, "ndarray", None)
     return ndarray if ndarray is not None else value
-
-
-class _LastCall:
-    """A step's last call, to repeat it at once when the next passes the same objects (a
-    model's steady state): a few hundred nanoseconds of Python around the compiled code."""
-
-    __slots__ = ("_direct", "_prepared", "_shapes", "_values", "compiled", "profiled", "timers")
-
-    def __init__(
-        self, compiled: Any, values: list[Any], prepared: tuple, profiled: bool, timers: list
-    ) -> None:
-        self.compiled, self.profiled, self.timers = compiled, profiled, timers
-        self._values = values  # holds the arrays alive, as the prepared arguments point to them
-        self._shapes = [getattr(v, "shape", None) for v in values]
-        self._prepared = prepared
-        # what fast_call calls once the library is initialized (the call that made this)
-        self._direct = functools.partial(compiled._cfunc, compiled._libhandle, *prepared[0])
-
-    def same(self, values: list[Any]) -> bool:
-        """The same argument objects as the last call, none of them reshaped in place since."""
-        if len(values) != len(self._values):
-            return False
-        for value, last, shape in zip(values, self._values, self._shapes):
-            if value is not last or (shape is not None and value.shape != shape):
-                return False
-        return True
-
-    def run(self) -> None:
-        """The call again: DaCe's ``fast_call`` without its Python, unless DaCe call hooks
-        (instrumentation) are registered, which only ``fast_call`` invokes."""
-        if dace.hooks._COMPILED_SDFG_CALL_HOOKS:
-            self.compiled.fast_call(*self._prepared)
-        else:
-            self._direct()
 
 
 def _build_key(values: list[Any], layouts: list) -> tuple:
