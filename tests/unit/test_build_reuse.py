@@ -225,16 +225,21 @@ def test_repeated_calls_keep_dace_call_hooks():
     assert (a == 7).all() and len(calls) == 3
 
 
-def test_a_step_keeps_no_argument_alive():
+@pytest.mark.parametrize("kind", ["numpy", "gt4py"])
+def test_a_step_keeps_no_argument_alive(kind):
     """A step runs its last call again at once for the same arrays, yet holds them weakly:
-    fresh arrays at every call are freed as soon as the caller drops them, and each call
-    fills its own array's halos, never memory of the last call's."""
+    fresh arrays (NumPy, or GT4Py's default fields, padded) at every call are freed as soon
+    as the caller drops them, and each call fills its own array's halos, never memory of
+    the last call's."""
     import weakref
 
+    import gt4py.next as gtx
     import numpy as np
     from mpi4py import MPI
 
     import gt4py_halo as gh
+
+    I, J = gtx.Dimension("I"), gtx.Dimension("J")
 
     d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
     ex = gh.make_exchange(d, backend="mpi")
@@ -246,10 +251,14 @@ def test_a_step_keeps_no_argument_alive():
     gone = []
     for n in range(3):
         a = np.zeros(d.allocated_shape)
+        if kind == "gt4py":
+            a = gtx.as_field([I, J], a)
         for value in (n + 1, n + 10):  # the second call runs the first one again
-            a[d.owned] = value
+            array = a if kind == "numpy" else a.ndarray
+            array[d.owned] = value
             step(a)
-            assert (a == value).all()  # periodic: every halo cell from an owned one
+            assert (array == value).all()  # periodic: every halo cell from an owned one
         gone.append(weakref.ref(a))
+        del array
         del a
     assert [ref() for ref in gone] == [None, None, None], "a step kept an argument alive"

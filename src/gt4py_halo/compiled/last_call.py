@@ -1,7 +1,7 @@
 """A step called again with its last call's arguments: a model's steady state.
 
-``Program`` converts a call's arguments for DaCe (``construct_arguments``, tens of
-microseconds) only when they differ from the last call's. The same ones again cost no
+``Program`` converts a call's arguments for DaCe (``construct_arguments``) only when they
+differ from the last call's. The same ones again cost no
 conversion, and no ctypes conversion either: ctypes turns each argument of a call into a C
 value anew, a cost per argument that a step of many fields pays at every call. So each step's
 library keeps the last converted arguments itself: ``__gh_keep_<step>`` stores them (once per
@@ -59,8 +59,7 @@ def add_again_entry(sdfg: dace.SDFG) -> None:
 
 
 class LastCall:
-    """A step's last call, to run it again at once when the next passes the same objects:
-    well under a microsecond of Python around the compiled code.
+    """A step's last call, to run it again at once when the next passes the same objects.
 
     It holds the arguments weakly where they allow it (arrays, GT4Py fields: a step never
     keeps a user's field alive): once one has died, the next call converts its arguments

@@ -450,8 +450,12 @@ def build_digest(sdfg: dace.SDFG) -> str:
     on every rank."""
     headers = sorted(Path(transports.__file__).parent.glob("*/include/*"))
     toolchain = json.dumps(
-        [dace.__version__, dace.Config.get("compiler"), [h.read_bytes().hex() for h in headers]]
-        + [AGAIN],
+        [
+            dace.__version__,
+            dace.Config.get("compiler"),
+            [h.read_bytes().hex() for h in headers],
+            AGAIN,
+        ],
         sort_keys=True,
         default=str,
     )
