@@ -3,7 +3,8 @@
 The MPI expansion's default copies one box per map, per direction: 8 maps per field group in
 2-D, 26 in 3-D, each a GPU kernel launch of a few thousand threads. Here one map runs over the
 whole arena instead (``arenas.py``): element ``p`` finds its segment by comparing ``p`` with
-the segments' ends, its field and its place in the box by division, and copies only if its
+the segments' bounds (run-time values, ``place_segments``), its field and its place in the
+box by division, and copies only if its
 direction leads to another rank (a symbol per direction, set from ``_peers`` on the host
 before the map). One kernel per arena and phase, at the price of an index computation per
 element and a gather (a scatter) instead of strided copies: on a CPU the per-direction loops
@@ -69,7 +70,8 @@ def _copy_code(uid: str, arena: Arena, kind: str) -> str:
     lines = []
     for n, segment in enumerate(arena.segments):
         end = segment.offset + len(arena.fields) * segment.size
-        lines.append(f"{'if' if n == 0 else 'elif'} {INDEX} < {symstr(end)}:")
+        within = f"{INDEX} >= {symstr(segment.offset)} and {INDEX} < {symstr(end)}"
+        lines.append(f"{'if' if n == 0 else 'elif'} {within}:")
         lines.append(f"    if {remote_symbol(uid, segment.direction)}:")
         body = [
             f"q = {INDEX} - ({symstr(segment.offset)})",

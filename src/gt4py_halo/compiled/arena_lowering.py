@@ -40,11 +40,18 @@ from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.compiled.arena_copies import add_arena_copy, direction_symbols
-from gt4py_halo.compiled.arenas import Arena, Segment, arenas, opposites
+from gt4py_halo.compiled.arenas import (
+    Arena,
+    Segment,
+    arenas,
+    offset_symbol,
+    opposites,
+    place_segments,
+)
 from gt4py_halo.compiled.graph import HostCode, add_host_tasklet, add_persistent, on_device
 from gt4py_halo.compiled.in_place import Runs, box_runs
 from gt4py_halo.compiled.lowered import CopyMap, Lowered
-from gt4py_halo.compiled.nodes import SELF
+from gt4py_halo.compiled.nodes import SELF, HaloExchange
 from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
 
 
@@ -54,7 +61,7 @@ class ExpandThroughArenas(ExpandTransformation):
 
     LOWERING: ClassVar[type[ArenaLowering]]
     #: The plan arrays the node gets (``convertible.exchange_sdfg``).
-    PLAN_ARRAYS = ("peers",)
+    PLAN_ARRAYS = ("peers", "order")
 
     @classmethod
     def expansion(
@@ -78,6 +85,27 @@ class ExpandThroughArenas(ExpandTransformation):
             for sending in (True, False)
             for a in arenas(node, fields, sending)
         ]
+
+
+def place_attached_segments(sdfg: dace.SDFG, lowered: Lowered) -> None:
+    """Where the segments of the arenas that ``attach_message_buffers`` gave the exchanges of
+    transports with arenas lie: set on entry to the SDFG holding them (``place_segments``),
+    for the stencils that pack into them (``producer_fusion.py``) and the expansions, which
+    take the symbols from there."""
+    for node, state in list(sdfg.all_nodes_recursive()):
+        if not isinstance(node, HaloExchange) or node.spec.phase == "finish":
+            continue
+        if not issubclass(type(node).implementations[node.implementation], ExpandThroughArenas):
+            continue
+        graph = state.sdfg
+        inputs = {e.dst_conn: e.data.data for e in state.in_edges(node)}
+        fields = [graph.arrays[inputs[f"_f{i}"]] for i in range(node.spec.field_count)]
+        sends, recvs = (list(arenas(node, fields, sending)) for sending in (True, False))
+        spec = node.spec
+        label = place_segments(
+            graph, graph.start_block, spec.uid, sends, recvs, inputs["_order"], spec.directions
+        )
+        lowered.host_tasklet(label)
 
 
 def _alike(ours: list[tuple[int, Runs]], theirs: list[tuple[int, Runs]]) -> bool:
@@ -113,22 +141,31 @@ class ArenaLowering:
             {e.src_conn: parent_sdfg.arrays[e.data.data] for e in parent_state.out_edges(node)}
         )
         self.fields = [self._argument(f"_f{i}", outer) for i in range(node.spec.field_count)]
-        self._argument("_peers", outer)
-        self._argument("_comm", outer)
+        for plan_array in ("_peers", "_order", "_comm"):
+            self._argument(plan_array, outer)
         self.gpu = on_device(self.fields)
         self.sends = arenas(node, self.fields, sending=True)
         self.recvs = arenas(node, self.fields, sending=False)
+        own: dict[bool, list[Arena]] = {True: [], False: []}
         for arena in self.sends + self.recvs:  # the enclosing SDFG's (message_buffers.py)
-            if arena.name in outer:
+            if arena.name in outer:  # placed there too (place_segments): symbols from there
                 self._argument(arena.name, outer)
+                for s in arena.segments:
+                    self.sdfg.add_symbol(offset_symbol(arena.name, s.direction), dtypes.int64)
             elif packs(node.spec.phase):  # a node lowered without attach_message_buffers
                 add_persistent(self.sdfg, arena.name, [arena.length], arena.dtype, self.gpu)
+                own[arena in self.sends].append(arena)
         if TOKEN in outer:
             self._argument(TOKEN, outer)
         offsets = node.spec.directions
         self.opposite = opposites(offsets)
         self.in_place = self._in_place_runs()
         last = self.sdfg.add_state("begin", is_start_block=True)
+        if own[True] or own[False]:
+            placing = place_segments(
+                self.sdfg, last, self.uid, own[True], own[False], "_order", offsets
+            )
+            self.lowered.host_tasklet(placing)
         if packs(node.spec.phase):
             for flags, _ in self._pack_groups():
                 for flag in flags:

@@ -5,6 +5,11 @@ and one receive arena, a flat buffer holding every direction's boxes (*segments*
 back. The MPI expansion packs into and unpacks from them (``transports/mpi/expansion.py``), and a
 producer stencil may write its field's send segments itself (``producer_fusion.py``): both
 index the arena with ``Segment.flat_index``.
+
+Where each segment lies in its arena is decided at run time (``place_segments``), from the
+plan's ``order`` (``side_by_side``: directions that lead to one rank side by side, for this
+rank's process grid): so the code generated for a step is the same on every process grid,
+one build serves them all, and each neighbour's message is still one contiguous block.
 """
 
 from __future__ import annotations
@@ -14,15 +19,19 @@ import functools
 import math
 from typing import Any
 
+import dace
+from dace import dtypes
 from dace.symbolic import symstr
 
+from gt4py_halo.compiled.graph import HostCode, add_host_tasklet
 from gt4py_halo.decomposition.cartesian import direction_box
 
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
     """The boxes towards (from) one direction of a field group, inside the group's arena:
-    field ``j`` of the group at ``offset + j * size``, each box in C order."""
+    field ``j`` of the group at ``offset + j * size``, each box in C order. ``offset`` is a
+    symbol set at run time (``place_segments``)."""
 
     direction: int
     toward: tuple[int, ...]  # the direction's offset per decomposed axis
@@ -47,7 +56,8 @@ class Segment:
 
 @dataclasses.dataclass(frozen=True)
 class Arena:
-    """The send (receive) buffer of a field group: all its directions' segments back to back."""
+    """The send (receive) buffer of a field group: all its directions' segments back to back,
+    listed by direction (their order in the buffer is ``place_segments``')."""
 
     name: str
     group: int
@@ -69,21 +79,13 @@ def field_groups(fields: list[Any]) -> list[tuple[int, ...]]:
 def arenas(node: Any, fields: list[Any], sending: bool) -> tuple[Arena, ...]:
     """The arenas ``node`` sends from (receives into), one per field group.
 
-    A send arena lists its segments in the exchange's ``arena_order`` (directions that lead
-    to the same rank on every rank side by side, faces last: ``side_by_side``), a receive
-    arena by the direction its sender sent them towards (the opposite one). So the segments
-    exchanged with one neighbour rank come in the same order on both sides, side by side:
-    one contiguous message per neighbour rank and group (of a few blocks only where a segment
-    in the middle of them goes in place): MPI sends one contiguous message far faster than
-    several messages or a datatype over blocks with gaps (docs/compiled_steps.md).
-
     Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
     runtime plan is built from); along a direction, widths are halo widths (ints), across it
     owned sizes (> 0), so an empty box is known when the node is lowered.
     """
     shapes = tuple((tuple(desc.shape), desc.dtype) for desc in fields)
     spec = node.spec
-    return _layout(spec.uid, spec.halo, spec.directions, spec.arena_order, shapes, sending)
+    return _layout(spec.uid, spec.halo, spec.directions, shapes, sending)
 
 
 @functools.lru_cache(maxsize=256)
@@ -91,32 +93,99 @@ def _layout(
     uid: str,
     halo: tuple[tuple[int, int], ...],
     offsets: tuple[tuple[int, ...], ...],
-    sent_order: tuple[int, ...],
     shapes: tuple[tuple[tuple[Any, ...], Any], ...],
     sending: bool,
 ) -> tuple[Arena, ...]:
     """``arenas``, computed once per exchange and field shapes: the passes and the expansion
     that ask for it get the same layout."""
     fields = [_Shaped(shape, dtype) for shape, dtype in shapes]
-    opposite = opposites(offsets)
-    order = sent_order if sending else [opposite[k] for k in sent_order]
     found = []
     for g, group in enumerate(field_groups(fields)):
         desc = fields[group[0]]
         owned = [desc.shape[k] - lo - hi for k, (lo, hi) in enumerate(halo)]
         levels = list(desc.shape[len(halo) :])
-        segments, offset = [], 0
-        for k in order:
-            bounds = direction_box(owned, halo, offsets[k], sending)
-            if any(d != 0 and b - a == 0 for d, (a, b) in zip(offsets[k], bounds)):
+        name = f"{uid}_{'s' if sending else 'r'}arena_{g}"
+        segments, length = [], 0
+        for k, toward in enumerate(offsets):
+            bounds = direction_box(owned, halo, toward, sending)
+            if any(d != 0 and b - a == 0 for d, (a, b) in zip(toward, bounds)):
                 continue
-            segment = Segment(k, offsets[k], bounds, [b - a for a, b in bounds] + levels, offset)
+            at = dace.symbol(offset_symbol(name, k), dtypes.int64)
+            segment = Segment(k, toward, bounds, [b - a for a, b in bounds] + levels, at)
             segments.append(segment)
-            offset = offset + len(group) * segment.size
+            length = length + len(group) * segment.size
         if segments:
-            name = f"{uid}_{'s' if sending else 'r'}arena_{g}"
-            found.append(Arena(name, g, group, desc.dtype, segments, offset))
+            found.append(Arena(name, g, group, desc.dtype, segments, length))
     return tuple(found)
+
+
+def offset_symbol(arena: str, k: int) -> str:
+    """The symbol holding where direction ``k``'s segment starts in ``arena``."""
+    return f"{arena}_at{k}"
+
+
+def place_segments(
+    graph: Any,
+    before: Any,
+    uid: str,
+    sends: list[Arena],
+    recvs: list[Arena],
+    order: str,
+    directions: tuple[tuple[int, ...], ...],
+) -> str:
+    """Set the offset symbols of the segments of arenas ``sends`` and ``recvs`` (``offset_symbol``) in ``graph``, on
+    entry to block ``before``; return the label of the host tasklet computing them.
+
+    A send arena holds its segments in the order of plan array ``order`` (``side_by_side``,
+    from the process grid), a receive arena by the direction its sender sent them towards
+    (the opposite one). So the segments exchanged with one neighbour rank come in the same
+    order on both sides, side by side: one contiguous message per neighbour rank and group
+    (of a few blocks only where a segment in the middle of them goes in place): MPI sends one
+    contiguous message far faster than several messages or a datatype over blocks with gaps
+    (docs/benchmarks.md). Being run-time values, the offsets leave the generated code the
+    same on every process grid.
+    """
+    count = len(directions)
+    opposite = opposites(directions)
+    placed = [(a, True) for a in sends] + [(a, False) for a in recvs]
+    table = f"{uid}_placed"
+    graph.add_array(
+        table,
+        [len(placed) * count],
+        dtypes.int64,
+        transient=True,
+        lifetime=dtypes.AllocationLifetime.Persistent,
+        storage=dtypes.StorageType.CPU_Heap,
+    )
+    code, assignments = [], {}
+    for a, (arena, sending) in enumerate(placed):
+        sizes = ["0"] * count
+        for s in arena.segments:
+            sizes[s.direction] = f"(long)({symstr(len(arena.fields) * s.size, cpp_mode=True)})"
+            assignments[offset_symbol(arena.name, s.direction)] = (
+                f"{table}[{a * count + s.direction}]"
+            )
+        pick = "order[p]" if sending else "opposite[order[p]]"
+        code += [
+            "{",
+            f"    const long size[] = {{{', '.join(sizes)}}};",
+            f"    const int opposite[] = {{{', '.join(str(opposite[k]) for k in range(count))}}};",
+            "    long at = 0;",
+            f"    for (int p = 0; p < {count}; ++p) {{",
+            f"        const int k = {pick};",
+            f"        placed[{a * count} + k] = at;",
+            "        at += size[k];",
+            "    }",
+            "}",
+        ]
+    start = before is graph.start_block
+    state = graph.add_state_before(
+        before, f"{uid}_place", is_start_block=start, assignments=assignments
+    )
+    label = f"{uid}_place_segments"
+    host = HostCode("\n".join(code))
+    add_host_tasklet(state, graph, label, {"order": order}, {"placed": table}, host)
+    return label
 
 
 @dataclasses.dataclass(frozen=True)

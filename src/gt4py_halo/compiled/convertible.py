@@ -116,20 +116,11 @@ class CompiledExchangeData:
         fields' descriptors and the closure's): the same for every rank of a decomposition
         and in every process, unlike ``prefix``."""
         plans = [
-            (p.name, len(p.local_shape), [d.offset for d in p.directions], self.arena_order(p))
+            (p.name, len(p.local_shape), [d.offset for d in p.directions])
             for p in self.plans.values()
         ]
         halo = self.decomposition.halo if self.node_type is HaloExchange else ()
         return repr((self.node_type.__name__, self.implementation, plans, tuple(map(tuple, halo))))
-
-    def arena_order(self, plan: ExchangePlan) -> tuple[int, ...]:
-        """The order of a cartesian plan's directions in its message arenas: those leading
-        to one rank side by side (``side_by_side``), from the process grid and periodicity,
-        which every rank shares."""
-        if self.node_type is not HaloExchange:
-            return ()
-        d = self.decomposition
-        return side_by_side(tuple(x.offset for x in plan.directions), d.proc_grid, d.periodic)
 
     def name(self, plan: ExchangePlan, what: str) -> str:
         """The program argument that carries plan array ``what`` of ``plan``."""
@@ -175,6 +166,14 @@ def _peers(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
     return np.array([SELF if d.rank == own else d.rank for d in plan.directions], dtype=np.int32)
 
 
+def _order(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
+    """The order of the directions in the send arenas (``arenas.place_segments``): those
+    leading to one rank side by side, from the process grid and periodicity."""
+    d = data.decomposition
+    order = side_by_side(tuple(x.offset for x in plan.directions), d.proc_grid, d.periodic)
+    return np.array(order, dtype=np.int32)
+
+
 def _block(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
     """This rank's block as GHEX describes it, per decomposed axis: the global extents, the
     first and last owned global index, whether the axis is periodic."""
@@ -185,11 +184,13 @@ def _block(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
 
 
 #: How each plan array an expansion may read (its ``PLAN_ARRAYS``) is made from this rank's
-#: plan: cartesian, the rank in each direction (MPI) or this rank's block (GHEX); unstructured,
+#: plan: cartesian, the rank in each direction and the order of the directions in the message
+#: buffers (MPI, NCCL) or this rank's block (GHEX); unstructured,
 #: the neighbour ranks and per neighbour (CSR offsets) the local indices to send and to
 #: receive (MPI), or the gids in local order and where the halo lies (GHEX).
 PLAN_DATA: dict[str, Callable[[CompiledExchangeData, ExchangePlan], np.ndarray]] = {
     "peers": _peers,
+    "order": _order,
     "domain": _block,
     "neighbours": lambda data, plan: np.array(
         [n.rank for n in plan.remote_neighbours], dtype=np.int32
@@ -237,7 +238,6 @@ def exchange_sdfg(
         plan_arrays=node_type.implementations[implementation].PLAN_ARRAYS,
         halo=tuple(map(tuple, data.decomposition.halo)) if cartesian else (),
         directions=directions,
-        arena_order=data.arena_order(plan),
     )
     node = node_type(f"halo_exchange_{plan.name}", spec)
     PLANS[spec.uid] = plan

@@ -14,9 +14,9 @@ pair's finish, the lowering options, which send buffers producer stencils fill),
 the expansions. What differs between ranks comes in through small integer arrays: the
 communicator (``_comm``) and those the transport's expansion reads (its ``PLAN_ARRAYS``,
 connectors ``_<name>``; ``convertible.PLAN_DATA`` makes them): for MPI the rank in each
-direction, for GHEX this rank's block of the global domain, for unstructured exchanges index
-lists or gids. So the code generated for a node is the same on every rank, built by one and
-loaded by all.
+direction and where each direction's message lies in the buffers, for GHEX this rank's block
+of the global domain, for unstructured exchanges index lists or gids. So the code generated
+for a node is the same on every rank and every process grid, built by one and loaded by all.
 
 A split-phase exchange (``h = ex.start(v)`` ... ``h.finish()``) is a pair of nodes of the same
 type and ``uid``: ``phase="start"`` packs and posts (reads the fields, writes a token),
@@ -56,8 +56,6 @@ class CompiledExchange:
     plan_arrays: tuple[str, ...]  # what that expansion reads of the plan: connectors _<name>
     halo: tuple[tuple[int, int], ...] = ()  # cartesian: (lo, hi) widths per decomposed axis
     directions: tuple[tuple[int, ...], ...] = ()  # cartesian: the direction offsets
-    # cartesian: the directions in the order of the send arena (``side_by_side``)
-    arena_order: tuple[int, ...] = ()
     # lowering options of the MPI expansion of cartesian exchanges (``program.lower``):
     copy_maps: str = "direction"  # a copy map per direction, or one per arena (arena_copies.py)
     in_place_min_bytes: int = 0  # runs of at least this many bytes go in place (0: never)

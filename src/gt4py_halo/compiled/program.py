@@ -43,6 +43,7 @@ from mpi4py import MPI
 from gt4py_halo import profiling, transports
 from gt4py_halo.build_once import arrive, build_on_root
 from gt4py_halo.compiled import step_cache
+from gt4py_halo.compiled.arena_lowering import place_attached_segments
 from gt4py_halo.compiled.convertible import (
     BY_PREFIX,
     CLOSURE_PREFIX,
@@ -583,6 +584,7 @@ def lower_halo_exchanges(
     attach_message_buffers(sdfg, EXCHANGE_NODES)
     pairs = connect_pairs(sdfg, EXCHANGE_NODES)
     lowered = Lowered()
+    place_attached_segments(sdfg, lowered)
     if pack_in_producers:
         lowered.producers.update(fuse_packs_into_producers(sdfg, HaloExchange))
     found = [

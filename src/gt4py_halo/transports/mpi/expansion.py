@@ -53,8 +53,9 @@ class _MpiLowering(ArenaLowering):
         """Create the requests on the first call, then start them.
 
         Per field group, one message per neighbour rank each way: the segments of the
-        directions leading to it, merged where side by side (a contiguous message), else
-        described by an MPI datatype of a few blocks. A direction leading to the rank itself
+        directions leading to it, in the order they lie in the arena (``place_segments``),
+        merged where side by side (a contiguous message), else described by an MPI datatype
+        of a few blocks. A direction leading to the rank itself
         (``SELF``) is a copy in the unpack phase; none goes beyond an open boundary.
         """
         node, uid = self.node, self.uid
@@ -123,6 +124,12 @@ if (!__state->{uid}_ready) {{
             + listing(self.in_place_condition(side, s.direction, True) or "0" for s in segments)
             + "};",
             f"    char* base = (char*){self._wire(arena.name)};",
+            f"    int placed[{len(segments)}];  // the segments in the arena's order",
+            f"    for (int s = 0; s < {len(segments)}; ++s) {{",
+            "        int q = s;",
+            "        for (; q > 0 && at[placed[q - 1]] > at[s]; --q) placed[q] = placed[q - 1];",
+            "        placed[q] = s;",
+            "    }",
             f"    for (int k = 0; k < {len(self.node.spec.directions)}; ++k) {{",
             "        const int p = peers[k];",
             "        bool first = p >= 0;  // the first direction leading to rank p",
@@ -130,7 +137,8 @@ if (!__state->{uid}_ready) {{
             "        if (!first) continue;",
             f"        int c = 0, lengths[{len(segments)}];",
             f"        MPI_Aint displacements[{len(segments)}];",
-            f"        for (int s = 0; s < {len(segments)}; ++s) {{",
+            f"        for (int q = 0; q < {len(segments)}; ++q) {{",
+            "            const int s = placed[q];",
             "            if (peers[dirs[s]] != p || in_place[s]) continue;",
             "            if (c > 0 && displacements[c - 1] + lengths[c - 1] == at[s]) {",
             "                lengths[c - 1] += bytes[s];  // side by side: one block",
