@@ -146,7 +146,7 @@ class ArenaLowering:
         self.gpu = on_device(self.fields)
         self.sends = arenas(node, self.fields, sending=True)
         self.recvs = arenas(node, self.fields, sending=False)
-        own: dict[bool, list[Arena]] = {True: [], False: []}
+        own: dict[bool, list[Arena]] = {True: [], False: []}  # sending -> arenas made here
         for arena in self.sends + self.recvs:  # the enclosing SDFG's (message_buffers.py)
             if arena.name in outer:  # placed there too (place_segments): symbols from there
                 self._argument(arena.name, outer)

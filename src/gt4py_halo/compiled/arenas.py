@@ -133,8 +133,9 @@ def place_segments(
     order: str,
     directions: tuple[tuple[int, ...], ...],
 ) -> str:
-    """Set the offset symbols of the segments of arenas ``sends`` and ``recvs`` (``offset_symbol``) in ``graph``, on
-    entry to block ``before``; return the label of the host tasklet computing them.
+    """Set the offset symbols (``offset_symbol``) of the segments of arenas ``sends`` and
+    ``recvs`` in ``graph``, on entry to its block ``before``; return the label of the host
+    tasklet computing them, which reads plan array ``order`` (data of ``graph``).
 
     A send arena holds its segments in the order of plan array ``order`` (``side_by_side``,
     from the process grid), a receive arena by the direction its sender sent them towards
