@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from conftest import at_most_ranks, load_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -29,6 +30,9 @@ def test_the_unstructured_example() -> None:
     assert load_example(EXAMPLES / "unstructured_step.py").main() == 0
 
 
+# GT4Py compiles ICON4Py's 12 diffusion programs at the first run on each grid: 230 s on one
+# rank here (two compile threads on the 2 cores), more when the machine is busy
+@pytest.mark.timeout(900)
 def test_the_icon4py_diffusion_example(capsys) -> None:
     """ICON4Py's Diffusion granule with gt4py_halo as its exchange runtime, each transport:
     every output on every rank as with ICON4Py's own GHEX exchange, and on owned points as on
