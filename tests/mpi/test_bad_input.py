@@ -7,7 +7,10 @@ posted a message, it would be matched by the next exchange and corrupt it.
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ from halo_reference import expected_local, filled_local
 from mpi4py import MPI
 
 import gt4py_halo as gh
+from gt4py_halo.compiled import step_cache
 
 BACKENDS = ["mpi", "ghex"]
 
@@ -551,24 +555,35 @@ def test_a_step_called_late_on_some_ranks_is_reported(comm, monkeypatch, capfd, 
     """A compiled step is collective. Ranks that call it while others do not (yet) wait for
     them, and say so on stderr (every ``REPORT_AFTER_S``) naming the step and whom they wait
     for, instead of waiting silently: rank 0 names the ranks that have not come, the others
-    whether rank 0 has. When the others come, the step runs."""
+    whether rank 0 has. When the others come, the step runs.
+
+    The step is built first, with every rank on time, and then made anew: it finds the
+    record of its build (``step_cache``), so its ranks meet once, at the late call. (A build
+    meets again after lowering, which takes each rank its own time: there the late rank may
+    well wait for the others.)"""
     from gt4py_halo import build_once
 
     if comm.size == 1:
         pytest.skip("needs a rank to wait for")
-    monkeypatch.setattr(build_once, "REPORT_AFTER_S", 0.3)
+    records = Path(comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None))
+    monkeypatch.setattr(step_cache, "_folder", lambda: records)
     d = gh.CartesianDecomposition((8, 6), halo=1, periodic=True)
     ex = gh.make_exchange(d)
 
-    @gh.program(comm=comm)
     def late_step(a):
         ex.exchange(a)
 
+    gh.program(late_step, comm=comm)(filled_local(d, (), np.float64))
+    monkeypatch.setattr(build_once, "REPORT_AFTER_S", 0.3)
+    capfd.readouterr()
     field = filled_local(d, (), np.float64)
     late_rank = comm.size - 1 if late == "last" else 0
     if comm.rank == late_rank:
         time.sleep(1.5)
-    late_step(field)
+    gh.program(late_step, comm=comm)(field)
+    comm.barrier()
+    if comm.rank == 0:
+        shutil.rmtree(records)
     np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
     reports = capfd.readouterr().err
     if comm.rank == late_rank:
