@@ -189,14 +189,15 @@ def test_one_build_serves_every_process_grid(comm) -> None:
         pytest.skip("one process grid only")
 
     def lowered(on: MPI.Comm) -> tuple[str, str | None]:
-        d = gh.CartesianDecomposition((16, 12, 4), halo=(1, 1, 0), periodic=True, comm=on)
+        d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=on)
         ex = gh.make_exchange(d, "mpi")
 
         @gh.program(comm=on)
         def exchange_two(a, b):
             ex.exchange(a, b)
 
-        fields = [filled_local(d, (), np.float64), filled_local(d, (2,), np.int32)]
+        gt4py_default = gtx.as_field([I, J, K], filled_local(d, (3,), np.float64))
+        fields = [filled_local(d, (), np.float64), gt4py_default]
         return exchange_two.to_sdfg(*fields).name, step_cache.value_key(ex.exchange)
 
     assert lowered(comm) == lowered(MPI.COMM_SELF)
