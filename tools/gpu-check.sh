@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The GPU check: every GPU test on 1 and 2 ranks (two ranks share one GPU with the MPI
+# The GPU check: every GPU test of tests/mpi on 1 and 2 ranks (two ranks share one GPU with the MPI
 # transport) and the GPU step benchmark, with a report under $OUT (default gpu-report/).
 #
 #   tools/gpu-check.sh wheels   on a machine with PyPI: downloads into .whl/ the packages a
 #                               CUDA image with CuPy, nvcc and pytest lacks (~30 MB)
 #   tools/gpu-check.sh          on the GPU machine, from the repository root, with .whl/ there
 #   tools/gpu-check.sh benchmark   there: the benchmark alone
+#   tools/gpu-check.sh tests       there: the tests alone (GPU_TESTS=EXPR: pytest -k EXPR of them)
+#   GPU_CHECK_SECONDS=N            bounds the whole check (default 1080)
 #
 # Through the workplace's device tool: run(command="tools/gpu-check.sh", carry=[".whl"]).
 set -u
@@ -53,24 +55,40 @@ print(sys.version.split()[0], 'cupy', cupy.__version__, 'dace', dace.__version__
       'gt4py', gt4py.__version__, MPI.Get_library_version().splitlines()[0])"
 } 2>&1 | tee "$OUT/env.txt"
 
-status=0
-[ "${1:-}" = benchmark ] || {
-timeout 300 python -m pytest tests/unit/test_gpu_codegen.py -q -p no:cacheprovider 2>&1 |
-  tee "$OUT/unit.log" | tail -3
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
-for n in 1 2; do
-  echo "=== GPU tests on $n rank(s) ===" | tee -a "$OUT/tests.log"
-  timeout 400 mpirun -n "$n" python -m mpi4py -m pytest tests/mpi -q -p no:cacheprovider \
-    -k "gpu" -rs 2>&1 | tee -a "$OUT/tests.log" | tail -15
-  [ "${PIPESTATUS[0]}" = 0 ] || status=1
-done
+# every step is bounded by what is left of GPU_CHECK_SECONDS (a device lease is short): the
+# steps run in order of value, each one's output lands under $OUT as it goes
+deadline=${GPU_CHECK_SECONDS:-1080}  # seconds from the start of this script
+bounded() {  # bounded SECONDS COMMAND...: at most SECONDS, and never past the deadline
+  local t=$(($1 < deadline - SECONDS ? $1 : deadline - SECONDS)); shift
+  if [ "$t" -lt 30 ]; then echo "not run, no time left: $*"; return 1; fi
+  timeout "$t" "$@"
 }
-if [ -f benchmarks/gpu_step.py ]; then
-  for n in 1 2; do
-    timeout 240 mpirun -n $n python -m mpi4py benchmarks/gpu_step.py 2>&1 | grep -v "Warning\|warnings.warn" |
-      tee -a "$OUT/benchmark.txt"
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  done
+# the files holding GPU tests (tests/mpi's others need what the device image lacks, ICON4Py)
+GPU_TEST_FILES="tests/mpi/test_compiled_step.py tests/mpi/test_cartesian_exchange.py
+  tests/mpi/test_unstructured_exchange.py tests/mpi/test_profiling.py"
+gpu_tests() {  # every GPU test on $1 rank(s), at most $2 seconds
+  echo "=== GPU tests on $1 rank(s) ===" | tee -a "$OUT/tests.log"
+  bounded "$2" mpirun -n "$1" python -m mpi4py -m pytest $GPU_TEST_FILES -q -p no:cacheprovider \
+    -k "${GPU_TESTS:-gpu and not defaults_on_the_cpu}" -rs --durations=12 2>&1 | tee -a "$OUT/tests.log" | tail -15
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+}
+benchmark() {  # the GPU step benchmark on $1 rank(s), at most $2 seconds
+  bounded "$2" mpirun -n "$1" python -m mpi4py benchmarks/gpu_step.py --repeats 11 2>&1 |
+    grep -v "Warning\|warnings.warn" | tee -a "$OUT/benchmark.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+}
+
+status=0
+if [ "${1:-}" = benchmark ]; then
+  benchmark 1 400 && benchmark 2 400
+elif [ "${1:-}" = tests ]; then
+  gpu_tests 1 400
+  gpu_tests 2 400
+else
+  gpu_tests 1 300
+  benchmark 1 200
+  gpu_tests 2 300
+  benchmark 2 240
 fi
-echo "gpu-check status: $status" | tee -a "$OUT/env.txt"
+echo "gpu-check status: $status ($SECONDS s)" | tee -a "$OUT/env.txt"
 exit $status

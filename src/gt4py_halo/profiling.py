@@ -93,17 +93,22 @@ class Recorder:
         )
         return end
 
-    def events(self) -> list[dict]:
-        """Everything recorded on this rank: viztracer's events and the compiled steps'."""
+    def drain_compiled(self) -> list[dict]:
+        """The compiled steps' events (on ``CLOCK_MONOTONIC``); in GPU steps this waits for
+        the device work they launched, whose device events it holds."""
+        return [event for drain in self.compiled_events.values() for event in drain()]
+
+    def events(self, compiled: list[dict]) -> list[dict]:
+        """Everything recorded on this rank: viztracer's events and ``compiled``, the
+        compiled steps' (``drain_compiled``) moved onto viztracer's clock."""
         self._monotonic_offsets.append(_monotonic_offset(self.now))
         (t0, o0), (t1, o1) = self._monotonic_offsets
         slope = (o1 - o0) / (t1 - t0) if t1 > t0 else 0.0
         self._tracer.parse()
         found = list(self._tracer.data["traceEvents"])
-        for drain in self.compiled_events.values():
-            for event in drain():  # on CLOCK_MONOTONIC
-                ts = event["ts"] + o0 + slope * (event["ts"] - t0)
-                found.append(dict(event, ts=ts, pid=self._pid, tid=self._tid))
+        for event in compiled:
+            ts = event["ts"] + o0 + slope * (event["ts"] - t0)
+            found.append(dict(event, ts=ts, pid=self._pid, tid=self._tid))
         return found
 
 
@@ -148,9 +153,11 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
 
     def __exit__(self, *exc: object) -> None:
         global recorder
+        # the profile ends when the device work launched inside it has: its events lie inside
+        compiled = recorder.drain_compiled()
         recorder.event("profile", self._began, {"folder": str(self.folder)}, "profile")
         self._tracer.stop()
-        events, recorder = recorder.events(), None
+        events, recorder = recorder.events(compiled), None
         offset = _clock_offset(self.comm, self._tracer.getts)
         gathered = self.comm.gather((events, offset), root=0)
         if self.comm.rank == 0:

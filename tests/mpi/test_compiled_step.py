@@ -451,20 +451,30 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
 
 @pytest.mark.parametrize("transport", GPU_TRANSPORTS)
 def test_compiled_exchange_on_the_gpu(comm, transport) -> None:
-    """Runs where CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
+    """Uneven blocks, asymmetric halos; CuPy arrays in C and Fortran order and GT4Py's default
+    GPU (I, J, K) field in one exchange: exact halos. Runs where CuPy and a GPU are present;
+    skipped elsewhere (CI has no GPU)."""
     cupy = gpu_or_skip(comm, transport)
     d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
     ex = gh.make_exchange(d, backend=transport)
 
     @gh.program(comm=comm, device="gpu")
-    def exchange_only(a, b):
-        ex.exchange(a, b)
+    def exchange_only(a, b, c):
+        ex.exchange(a, b, c)
 
-    host = [filled_local(d, (), np.float64), filled_local(d, (3,), np.int32, "F")]
-    device = [cupy.asarray(f) for f in host]
-    exchange_only(*device)
-    np.testing.assert_array_equal(device[0].get(), expected_local(d, (), np.float64))
-    np.testing.assert_array_equal(device[1].get(), expected_local(d, (3,), np.int32))
+    specs = [((), np.float64, "C"), ((3,), np.int32, "F"), ((5,), np.float64, "C")]
+
+    def fresh() -> list:
+        made = [cupy.asarray(filled_local(d, *spec)) for spec in specs]
+        made[2] = gtx.as_field([I, J, K], made[2])  # GT4Py's layout for the GPU
+        return made
+
+    for _ in range(2):  # the second call reuses the requests (nccl: the communicator)
+        device = fresh()
+        exchange_only(*device)
+        for field, (levels, dtype, _) in zip(device, specs):
+            got = field.get() if isinstance(field, cupy.ndarray) else field.asnumpy()
+            np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
 
 
 def map_step(ex: gh.Exchange):
