@@ -17,7 +17,9 @@ they call) and records, as events of category ``exchange``:
   stream). A step built with profiling off holds no timer code; the build cache keeps the
   two builds apart.
 
-When the profile ends (collectively over its communicator), the ranks measure their clock
+A profile ends when the device work that GPU steps launched inside it has (its one wait for
+the device), so their device events lie inside it. When the profile ends (collectively over
+its communicator), the ranks measure their clock
 offsets to rank 0 (ping-pongs, the one of shortest round trip), rank 0 gathers every rank's
 events into ``<folder>/trace.json`` (Chrome trace format, one process per rank, rank 0's
 clock; ``vizviewer <folder>/trace.json`` shows it) and writes ``<folder>/summary.txt``:
