@@ -65,19 +65,23 @@ def test_several_fields_of_mixed_types_in_one_call(backend):
 
 @pytest.mark.parametrize("backend", ["mpi", "nccl"])
 def test_gpu_fields_hold_owner_values(comm, backend):
-    """CuPy fields, blocking and split phase, twice (buffers reused): exact halos. Runs where
-    CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
+    """CuPy fields and GT4Py's default GPU (I, J, K) field, blocking and split phase, twice
+    (buffers reused): exact halos. Runs where CuPy and a GPU are present; skipped elsewhere
+    (CI has no GPU)."""
     cupy = gpu_or_skip(comm, backend)
     d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
     ex = gh.make_exchange(d, backend=backend)
-    specs = [((), np.float64, "C"), ((3,), np.int32, "F")]
+    dims = [gtx.Dimension("I"), gtx.Dimension("J"), gtx.Dimension("K", gtx.DimensionKind.VERTICAL)]
+    specs = [((), np.float64, "C"), ((3,), np.int32, "F"), ((5,), np.float64, "C")]
     for _ in range(2):
         fields = [cupy.asarray(filled_local(d, lv, dt, order)) for lv, dt, order in specs]
+        fields[2] = gtx.as_field(dims, fields[2])  # GT4Py's layout for the GPU
         ex.exchange(fields[0])
-        h = ex.start(fields[1])
+        h = ex.start(fields[1], fields[2])
         h.finish()
         for field, (levels, dtype, _) in zip(fields, specs):
-            np.testing.assert_array_equal(field.get(), expected_local(d, levels, dtype))
+            got = field.get() if isinstance(field, cupy.ndarray) else field.asnumpy()
+            np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

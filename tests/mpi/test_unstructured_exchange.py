@@ -65,19 +65,27 @@ def test_halo_holds_owner_values(comm, backend, levels, dtype, order):
 
 @pytest.mark.parametrize("backend", ["mpi", "nccl"])
 def test_gpu_fields_hold_owner_values(comm, backend):
-    """CuPy fields of every dim in flight at once, twice: exact halos. Runs where CuPy and a
-    GPU are present; skipped elsewhere (CI has no GPU)."""
+    """CuPy fields of every dim in flight at once, and GT4Py's default GPU (Edge, K) field
+    (what ICON4Py passes on a GPU), twice: exact halos. Runs where CuPy and a GPU are
+    present; skipped elsewhere (CI has no GPU)."""
     cupy = gpu_or_skip(comm, backend)
+    import gt4py.next as gtx
+
+    edge_k = [gtx.Dimension("Edge"), gtx.Dimension("K", gtx.DimensionKind.VERTICAL)]
     d = gh.UnstructuredDecomposition(random_mesh(comm, seed=5))
     ex = gh.make_exchange(d, backend=backend)
     for _ in range(2):
         fields = {dim: cupy.asarray(local_field(d, dim, (3,), np.float32, "F")) for dim in SIZES}
+        gt4py_edges = gtx.as_field(edge_k, cupy.asarray(local_field(d, "edge", (4,), np.float64)))
         handles = [ex.start(fields[dim], dim=dim) for dim in SIZES]
+        ex.exchange(gt4py_edges, dim="edge")
         for handle in handles:
             handle.finish()
         for dim, field in fields.items():
             gids = np.concatenate([d.owned_gids[dim], d.halo_gids[dim]])
             np.testing.assert_array_equal(field.get(), values(gids, (3,), np.float32))
+        gids = np.concatenate([d.owned_gids["edge"], d.halo_gids["edge"]])
+        np.testing.assert_array_equal(gt4py_edges.asnumpy(), values(gids, (4,), np.float64))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
