@@ -443,6 +443,8 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
 
     code = lowered.generate_code()[0].clean_code
     assert code.count("MPI_Startall(") == 2
+    # where the segments lie in the arenas is computed at an instance's first call only
+    assert code.count("_placed_ready) {") == code.count("_placed_ready = 1;") == 2
     # per exchange, one wait for the persistent requests: GT4Py's CPU fields are contiguous
     # along axis 0, and runs sent in place are C-ordered (test_runs_sent_in_place_...)
     assert code.count("MPI_Waitall(") == 2 and "MPI_Isend(" not in code

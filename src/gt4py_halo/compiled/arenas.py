@@ -159,6 +159,10 @@ def place_segments(
         storage=dtypes.StorageType.CPU_Heap,
     )
     code, assignments = [], {}
+    if recvs:
+        code.append(
+            f"const int opposite[] = {{{', '.join(str(opposite[k]) for k in range(count))}}};"
+        )
     for a, (arena, sending) in enumerate(placed):
         sizes = ["0"] * count
         for s in arena.segments:
@@ -170,7 +174,6 @@ def place_segments(
         code += [
             "{",
             f"    const long size[] = {{{', '.join(sizes)}}};",
-            f"    const int opposite[] = {{{', '.join(str(opposite[k]) for k in range(count))}}};",
             "    long at = 0;",
             f"    for (int p = 0; p < {count}; ++p) {{",
             f"        const int k = {pick};",
@@ -184,7 +187,12 @@ def place_segments(
         before, f"{uid}_place", is_start_block=start, assignments=assignments
     )
     label = f"{uid}_place_segments"
-    host = HostCode("\n".join(code))
+    # an instance's shapes are fixed: its first call places the segments for all the others
+    body = "\n    ".join(code)
+    host = HostCode(
+        f"if (!__state->{uid}_placed_ready) {{\n    {body}\n    __state->{uid}_placed_ready = 1;\n}}",
+        (f"int {uid}_placed_ready = 0;",),
+    )
     add_host_tasklet(state, graph, label, {"order": order}, {"placed": table}, host)
     return label
 
