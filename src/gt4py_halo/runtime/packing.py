@@ -223,28 +223,43 @@ class MessageSets:
     buffers, and a slot numbers the exchange (MPI: its message tags)."""
 
     def __init__(self) -> None:
-        self._sets: dict[tuple, Any] = {}
+        self._slots: dict[tuple, Slots] = {}
         self._busy: dict[str, set[int]] = {}
 
-    def start(
-        self,
-        plan: ExchangePlan,
-        specs: tuple[FieldSpec, ...],
-        variant: Hashable,
-        make: Callable[[int], Any],
-        begin: Callable[[Any], None],
-    ) -> tuple[Any, Callable[[], None]]:
-        """``begin`` an exchange on the set of a free slot (``make(slot)`` builds a missing
-        set); return the set and what frees its slot. If ``make`` or ``begin`` raises, the
-        slot stays free."""
-        busy = self._busy.setdefault(plan.name, set())
+    def slots(self, plan: ExchangePlan, specs: tuple[FieldSpec, ...], variant: Hashable) -> Slots:
+        """The sets of one plan, field signature and variant, by slot: looked up once per
+        prepared exchange, not per call (hashing field specs costs microseconds)."""
+        key = (plan.name, specs, variant)
+        found = self._slots.get(key)
+        if found is None:
+            found = self._slots[key] = Slots(self._busy.setdefault(plan.name, set()))
+        return found
+
+
+class Slots:
+    """The message sets of one plan, field signature and variant, by slot; the busy slots
+    are the plan's, shared by all its field signatures."""
+
+    __slots__ = ("_busy", "_sets")
+
+    def __init__(self, busy: set[int]) -> None:
+        self._busy = busy
+        self._sets: dict[int, Any] = {}
+
+    def start(self, make: Callable[[int], Any], *args: Any) -> tuple[Any, int]:
+        """``start(*args)`` an exchange on the set of the lowest free slot (``make(slot)``
+        builds a missing one); return the set and its slot, busy until ``release``. If
+        ``make`` or ``start`` raises, the slot stays free."""
+        busy = self._busy
         slot = 0
         while slot in busy:
             slot += 1
-        key = (plan.name, specs, variant, slot)
-        messages = self._sets.get(key)
+        messages = self._sets.get(slot)
         if messages is None:
-            messages = self._sets[key] = make(slot)
-        begin(messages)
+            messages = self._sets[slot] = make(slot)
+        messages.start(*args)
         busy.add(slot)
-        return messages, lambda: busy.discard(slot)
+        return messages, slot
+
+    def release(self, slot: int) -> None:
+        self._busy.discard(slot)

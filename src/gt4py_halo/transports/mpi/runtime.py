@@ -12,8 +12,10 @@ allocated once, like the device buffers.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -23,7 +25,7 @@ from mpi4py import MPI
 from gt4py_halo import profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import RanksDisagreeError
-from gt4py_halo.runtime.packing import MessageBuffer, Messages, MessageSets
+from gt4py_halo.runtime.packing import MessageBuffer, Messages, MessageSets, Slots
 
 
 class _Wire:
@@ -70,8 +72,9 @@ class MessageSet:
         ]
         self._peers = [peer for peer, _ in self._messages.recvs]  # whose message each receive is
         # where each received message's signature lands, if in host memory (checked there)
+        self._signature_value = int.from_bytes(self._signature, sys.byteorder)
         self._trailers = [
-            wire.memory[wire.memory.nbytes - len(self._signature) :]
+            ctypes.c_uint64.from_buffer(wire.memory, wire.memory.nbytes - len(self._signature))
             if isinstance(wire.memory, np.ndarray)
             else None
             for wire in self._recv_wires
@@ -115,9 +118,11 @@ class MessageSet:
         is unpacked and a ``RanksDisagreeError`` names the senders."""
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
+        truncated = False
         try:
             MPI.Request.Waitall(self._recv_requests, self._statuses)
         except MPI.Exception:  # a longer message: MPI truncated it and says so in its status
+            truncated = True
             for request, status in zip(self._recv_requests, self._statuses):
                 if status.Get_error() == MPI.ERR_PENDING:
                     try:
@@ -125,13 +130,15 @@ class MessageSet:
                         status.Set_error(MPI.SUCCESS)
                     except MPI.Exception as error:
                         status.Set_error(error.Get_error_code())
-        wrong = [
-            problem
-            for peer, status, wire, trailer in zip(
-                self._peers, self._statuses, self._recv_wires, self._trailers
-            )
-            if (problem := self._problem(peer, status, wire.memory, trailer))
-        ]
+        wrong = []
+        if truncated or not self._as_expected():
+            wrong = [
+                problem
+                for peer, status, wire, trailer in zip(
+                    self._peers, self._statuses, self._recv_wires, self._trailers
+                )
+                if (problem := self._problem(peer, status, wire.memory, trailer, truncated))
+            ]
         unpack, self._unpack = self._unpack, ()  # copies over CuPy fields hold them
         if rec:
             t = rec.event("wait", t, self._received)
@@ -152,17 +159,34 @@ class MessageSet:
                 + ": the ranks exchange fields of different dtypes or levels in this call"
             )
 
+    def _as_expected(self) -> bool:
+        """Whether every message received has the size and signature expected: the usual
+        case, tested at the least cost per message."""
+        byte, signature = MPI.BYTE, self._signature_value
+        for status, wire, trailer in zip(self._statuses, self._recv_wires, self._trailers):
+            if status.Get_count(byte) != wire.memory.nbytes:
+                return False
+            if trailer is not None and trailer.value != signature:
+                return False
+        return True
+
     def _problem(
-        self, peer: int, status: MPI.Status, memory: Any, trailer: np.ndarray | None
+        self,
+        peer: int,
+        status: MPI.Status,
+        memory: Any,
+        trailer: ctypes.c_uint64 | None,
+        truncated: bool,
     ) -> str | None:
         """What is wrong with the message received from ``peer`` into ``memory``, if
-        anything: another size, or (where the message is in host memory: ``trailer``, its
-        last bytes) another signature of the fields it holds."""
-        if status.Get_error() != MPI.SUCCESS:
+        anything: longer (``truncated``: MPI said so for some message), another size, or
+        (where the message is in host memory: ``trailer``, its last 8 bytes) another
+        signature of the fields it holds."""
+        if truncated and status.Get_error() != MPI.SUCCESS:
             return f"rank {peer} sent more bytes than {memory.nbytes} expected"
         if status.Get_count(MPI.BYTE) != memory.nbytes:
             return f"rank {peer} sent {status.Get_count(MPI.BYTE)} bytes, {memory.nbytes} expected"
-        if trailer is not None and trailer.tobytes() != self._signature:
+        if trailer is not None and trailer.value != self._signature_value:
             return f"rank {peer} sent the bytes expected, but of fields of other dtypes or levels"
         return None
 
@@ -202,31 +226,24 @@ class PreparedMpiExchange:
         specs: tuple[FieldSpec, ...],
         xp: ModuleType,
     ) -> None:
-        self._sets = sets
-        self._plan = plan
-        self._specs = specs
-        self._xp = xp
+        self._slots = sets.slots(plan, specs, xp.__name__)
         self._make = lambda slot: MessageSet(comm, plan, specs, plan.message_tag(slot), xp)
 
     def start(self, arrays: Sequence[Any]) -> PendingMpiExchange:
-        messages, release = self._sets.start(
-            self._plan,
-            self._specs,
-            self._xp.__name__,
-            self._make,
-            lambda messages: messages.start(arrays),
-        )
-        return PendingMpiExchange(messages, release, arrays)
+        messages, slot = self._slots.start(self._make, arrays)
+        return PendingMpiExchange(messages, self._slots, slot, arrays)
 
 
 class PendingMpiExchange:
     """An MPI exchange in flight; ``finish`` unpacks, and releases its tag slot and fields."""
 
+    __slots__ = ("_arrays", "_messages", "_slot", "_slots")
+
     def __init__(
-        self, messages: MessageSet, release: Callable[[], None], arrays: Sequence[Any]
+        self, messages: MessageSet, slots: Slots, slot: int, arrays: Sequence[Any]
     ) -> None:
         self._messages = messages
-        self._release = release
+        self._slots, self._slot = slots, slot
         self._arrays = arrays  # the copies' views do not hold them: alive until unpacked
 
     def test(self) -> bool:
@@ -236,7 +253,7 @@ class PendingMpiExchange:
         try:
             self._messages.finish()
         finally:
-            self._release()
+            self._slots.release(self._slot)
             self._arrays = ()
 
 

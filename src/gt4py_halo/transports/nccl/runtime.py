@@ -23,7 +23,7 @@ from typing import Any
 
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import BackendUnavailableError, FieldError
-from gt4py_halo.runtime.packing import Messages, MessageSets
+from gt4py_halo.runtime.packing import Messages, MessageSets, Slots
 
 try:
     import cupy
@@ -91,20 +91,13 @@ class PreparedNcclExchange:
         self, communicator: Any, sets: MessageSets, plan: ExchangePlan, specs: tuple
     ) -> None:
         self._nccl = communicator
-        self._sets = sets
-        self._plan = plan
-        self._specs = specs
+        self._slots = sets.slots(plan, specs, None)
+        self._make = lambda slot: _NcclMessages(plan, specs)
 
     def start(self, arrays: Sequence[Any]) -> PendingNcclExchange:
         stream = cupy.cuda.get_current_stream()
-        messages, release = self._sets.start(
-            self._plan,
-            self._specs,
-            None,
-            lambda slot: _NcclMessages(self._plan, self._specs),
-            lambda messages: messages.start(self._nccl, arrays, stream),
-        )
-        return PendingNcclExchange(messages, release, arrays)
+        messages, slot = self._slots.start(self._make, self._nccl, arrays, stream)
+        return PendingNcclExchange(messages, self._slots, slot, arrays)
 
 
 class _NcclMessages:
@@ -155,11 +148,12 @@ class PendingNcclExchange:
     def __init__(
         self,
         messages: _NcclMessages,
-        release: Callable[[], None],
+        slots: Slots,
+        slot: int,
         arrays: Sequence[Any],
     ) -> None:
         self._messages = messages
-        self._release = release
+        self._slots, self._slot = slots, slot
         self._arrays = arrays  # the copies' views do not hold them: alive until unpacked
 
     def test(self) -> bool:
@@ -172,5 +166,5 @@ class PendingNcclExchange:
         try:
             self._messages.finish()
         finally:
-            self._release()
+            self._slots.release(self._slot)
             self._arrays = ()
