@@ -29,20 +29,18 @@ from gt4py_halo.runtime.packing import MessageBuffer, Messages, MessageSets, Slo
 
 
 class _Wire:
-    """The memory MPI reads or writes for one message: the buffer itself, or a host mirror."""
+    """The memory MPI reads or writes for one message: the buffer itself, or (``staged``) a
+    host mirror, which ``to_wire`` and ``from_wire`` copy."""
 
     def __init__(self, buffer: MessageBuffer, staged: bool) -> None:
         self.buffer = buffer
         self.memory = np.empty(buffer.nbytes, np.uint8) if staged else buffer.data
-        self._staged = staged
 
     def to_wire(self) -> None:
-        if self._staged:
-            self.buffer.data.get(out=self.memory)  # synchronizes with the packing stream
+        self.buffer.data.get(out=self.memory)  # synchronizes with the packing stream
 
     def from_wire(self) -> None:
-        if self._staged:
-            self.buffer.data.set(self.memory)
+        self.buffer.data.set(self.memory)
 
 
 class MessageSet:
@@ -60,6 +58,7 @@ class MessageSet:
         staged = xp is not np and not _cuda_aware()
         self._signature = signature(specs)
         self._messages = Messages(plan, specs, xp, self._signature)
+        self._staged = staged
         self._send_wires = [_Wire(buffer, staged) for _, buffer in self._messages.sends]
         self._recv_wires = [_Wire(buffer, staged) for _, buffer in self._messages.recvs]
         self._send_requests = [
@@ -97,8 +96,9 @@ class MessageSet:
             t = rec.event("post", t, self._received)
         for copy in pack:
             copy()
-        for wire in self._send_wires:
-            wire.to_wire()
+        if self._staged:
+            for wire in self._send_wires:
+                wire.to_wire()
         if rec:
             t = rec.event("pack", t, self._sent)
         MPI.Prequest.Startall(self._send_requests)
@@ -143,8 +143,9 @@ class MessageSet:
         if rec:
             t = rec.event("wait", t, self._received)
         if not wrong:
-            for wire in self._recv_wires:
-                wire.from_wire()
+            if self._staged:
+                for wire in self._recv_wires:
+                    wire.from_wire()
             for copy in unpack:
                 copy()
         if rec:
