@@ -42,13 +42,24 @@ CALLS = 4  # two diffusion steps per call
 GPU_TRANSPORTS = ["mpi", "nccl"]  # the transports of GPU steps
 
 
-def make_step(diffusion: ModuleType, ex: gh.Exchange, comm: MPI.Comm, stencil_packs: bool):
+def make_step(
+    diffusion: ModuleType,
+    ex: gh.Exchange,
+    comm: MPI.Comm,
+    stencil_packs: bool,
+    device: str = "cpu",
+):
     """Two diffusion steps, each exchanging the halo its stencil reads: the first blocking,
     the second split, with a stencil on other fields while its messages travel.
-    ``stencil_packs``: the stencil before ``ex.start(v)`` packs ``v``'s messages."""
+    ``stencil_packs``: the stencil before ``ex.start(v)`` packs ``v``'s messages. On the GPU
+    the stencil runs on GT4Py's DaCe GPU backend."""
     stencil = diffusion.diffusion_step
+    if device == "gpu":
+        from gt4py.next.program_processors.runners.dace import run_dace_gpu
 
-    @gh.program(comm=comm, pack_in_producers=stencil_packs)
+        stencil = stencil.with_backend(run_dace_gpu)
+
+    @gh.program(comm=comm, pack_in_producers=stencil_packs, device=device)
     def two_steps(u, v, w, i0, i1, j0, j1):  # types come from the arguments of a call
         ex.exchange(u)
         stencil(u, v, i0, i1, j0, j1)
@@ -552,6 +563,29 @@ def test_compiled_step_on_the_gpu_equals_the_cpu(comm, make_step, transport) -> 
     run_map_step(on_gpu, device)
     for cpu, gpu in zip(host, device):
         np.testing.assert_array_equal(gpu.get(), cpu)
+
+
+@pytest.mark.xfail(
+    MPI.COMM_WORLD.size > 1,
+    reason="an illegal memory access on 2 ranks sharing one H200 (2026-11-26), not understood "
+    "yet; not run there: it breaks the CUDA context of the tests after it",
+    run=False,
+)
+def test_gt4py_programs_in_a_gpu_step_equal_the_cpu(diffusion: ModuleType, comm) -> None:
+    """The demo's step of GT4Py programs on GT4Py's DaCe GPU backend, in a GPU step, over
+    GT4Py's default GPU fields and uneven blocks: the same bits as the CPU step. Runs where
+    CuPy and a GPU are present; skipped elsewhere (CI has no GPU)."""
+    cupy = gpu_or_skip(comm)
+    d, on_cpu = shared_step(diffusion, comm, stencil_packs=False)
+    on_gpu = make_step(diffusion, gh.make_exchange(d), comm, stencil_packs=True, device="gpu")
+    host = initial_fields(diffusion, d)
+    IJ = [diffusion.I, diffusion.J]
+    device = [gtx.as_field(IJ, cupy.asarray(f.asnumpy())) for f in host]
+    for _ in range(CALLS):
+        on_cpu(*host, *bounds(d))
+        on_gpu(*device, *bounds(d))
+    for cpu, gpu in zip(host, device):
+        np.testing.assert_array_equal(gpu.asnumpy(), cpu.asnumpy())
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
