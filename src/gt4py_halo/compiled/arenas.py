@@ -134,8 +134,10 @@ def place_segments(
     directions: tuple[tuple[int, ...], ...],
 ) -> str:
     """Set the offset symbols (``offset_symbol``) of the segments of arenas ``sends`` and
-    ``recvs`` in ``graph``, on entry to its block ``before``; return the label of the host
-    tasklet computing them, which reads plan array ``order`` (data of ``graph``).
+    ``recvs`` in ``graph``, on entry to its block ``before``, from a persistent table that a
+    host tasklet fills at an instance's first call (an instance's shapes, hence its segment
+    sizes, are fixed); return that tasklet's label. It reads plan array ``order`` (data of
+    ``graph``).
 
     A send arena holds its segments in the order of plan array ``order`` (``side_by_side``,
     from the process grid), a receive arena by the direction its sender sent them towards

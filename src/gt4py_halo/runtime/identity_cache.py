@@ -38,7 +38,7 @@ class IdentityCache:
                     self._watched.add(id(obj))
         except TypeError:  # not weakly referenceable: not cached
             return
-        self._entries[(tag, *map(id, objects))] = value
+        self._entries[(tag, *[id(o) for o in objects])] = value
         if len(self._entries) > self._size:
             del self._entries[next(iter(self._entries))]
 

@@ -60,7 +60,7 @@ except ImportError as error:
         f"the Boost and libnuma headers, e.g. apt-get install libboost-dev libnuma-dev); ({error})"
     ) from error
 
-#: Field descriptors kept per transport, the least recently used dropped first.
+#: Field descriptors kept per transport, the oldest dropped first.
 DESCRIPTOR_CACHE_SIZE = 256
 #: Dimensions GHEX's structured regular bindings are compiled for, at most.
 GHEX_MAX_DIMS = 4
