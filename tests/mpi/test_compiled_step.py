@@ -565,12 +565,6 @@ def test_compiled_step_on_the_gpu_equals_the_cpu(comm, make_step, transport) -> 
         np.testing.assert_array_equal(gpu.get(), cpu)
 
 
-@pytest.mark.xfail(
-    MPI.COMM_WORLD.size > 1,
-    reason="an illegal memory access on 2 ranks sharing one H200 (2026-11-26), not understood "
-    "yet; not run there: it breaks the CUDA context of the tests after it",
-    run=False,
-)
 def test_gt4py_programs_in_a_gpu_step_equal_the_cpu(diffusion: ModuleType, comm) -> None:
     """The demo's step of GT4Py programs on GT4Py's DaCe GPU backend, in a GPU step, over
     GT4Py's default GPU fields and uneven blocks: the same bits as the CPU step. Runs where

@@ -154,6 +154,16 @@ def test_plan_arrays_stay_on_the_host(generated):
     assert copies and all("_host" in line for line in copies)
 
 
+def test_segment_offsets_are_placed_once_per_instance(generated):
+    """The table of segment offsets, filled at an instance's first call only, lives in the
+    instance's state: DaCe's GPU transformation would allocate it at every call (its size is
+    constant), and every call after the first would read offsets from fresh memory."""
+    body, _ = generated
+    assert body.count("_placed_ready) {") == EXCHANGES
+    assert re.findall(r"int64_t\* placed = __state->\w+_placed;", body)
+    assert not re.search(r"\n\s*\w+_placed = new ", body), "a table allocated per call"
+
+
 def test_mpi_stays_on_the_host(generated):
     body, cuda = generated
     assert body.count("MPI_Startall(") == EXCHANGES

@@ -553,10 +553,20 @@ def transform_for_gpu(sdfg: dace.SDFG, host_tasklets: set[str]) -> None:
     arguments = [name for name in host_data if not sdfg.arrays[name].transient]
     for name in arguments:
         sdfg.arrays[name].transient = True
+    # DaCe gives every top-level transient of constant size the SDFG's lifetime, persistent
+    # ones too: a table of segment offsets filled at the first call only, or a buffer that
+    # persistent requests point at, would then be allocated anew at every call
+    persistent = [
+        desc
+        for _, _, desc in sdfg.arrays_recursive()
+        if desc.lifetime == dace.AllocationLifetime.Persistent
+    ]
     sdfg.apply_transformations(
         GPUTransformSDFG,
         options={"exclude_tasklets": ",".join(sorted(host_tasklets)), "host_data": host_data},
     )
+    for desc in persistent:
+        desc.lifetime = dace.AllocationLifetime.Persistent
     for name in arguments:
         sdfg.arrays[name].transient = False
     sdfg.simplify()
