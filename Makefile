@@ -31,14 +31,17 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 # MPICH goes in first: GHEX's source build looks for mpicxx on PATH.
-$(STAMP): pyproject.toml | $(BIN)/python
+# the package's one compiled module (setup.py) is built by the install: a change to it reinstalls
+BUILT_FROM := pyproject.toml setup.py src/gt4py_halo/runtime/_copies.c
+
+$(STAMP): $(BUILT_FROM) | $(BIN)/python
 	$(if $(findstring ghex,$(EXTRAS)),tools/check-system-deps.sh)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q "mpich>=4.2" "mpi4py>=4.1"
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	$(if $(findstring icon4py,$(EXTRAS)),$(BIN)/python -m pip install -q --no-deps $(ICON4PY))
 	touch $@
 
-$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-demo: $(BUILT_FROM) | $(BIN)/python
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q "mpich>=4.2" "mpi4py>=4.1"
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[profile]"
 	touch $@

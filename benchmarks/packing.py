@@ -1,12 +1,10 @@
-"""What packing a message of boxes costs: one copy per box against one gather (pack) or one
-scatter (unpack) over the elements' offsets, by message size.
+"""What packing a message of boxes costs: NumPy's copy per box against the runtime exchange's
+one call into C for all of them (``runtime/packing.py``, ``runtime/_copies.c``), by message size.
 
-The runtime exchange (``runtime/packing.py``) gathers where a message has fewer elements than
-``GATHER_ELEMENTS_PER_CALL`` per copy call saved (``SCATTER_ELEMENTS_PER_CALL`` to unpack);
-this script measures both ways on one process, with the regions a rank sends to and receives
-from its neighbour along axis 0 of a 2-D block (faces and corners: 6 boxes; two halo rows: 2
-boxes), halo 1, float64, levels innermost (C order). Median of ``--repeats`` timings of
-``--number`` calls each.
+Measured on one process, with the regions a rank sends to and receives from its neighbour
+along axis 0 of a 2-D block (faces and corners: 6 boxes; two halo rows: 2 boxes), halo 1,
+float64, levels innermost (C order). Median of ``--repeats`` timings of ``--number`` calls
+each.
 
 Run:  python benchmarks/packing.py
 """
@@ -16,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import timeit
+from functools import partial
 
 import numpy as np
 
@@ -43,16 +42,23 @@ def regions(nx: int, ny: int) -> dict[str, BoxRegion]:
     }
 
 
-def per_call(region: BoxRegion, spec: FieldSpec, field: np.ndarray, side: str, args) -> float:
+def per_call(region: BoxRegion, spec: FieldSpec, field: np.ndarray, side: str, args) -> dict:
     buffer = packing.MessageBuffer(region, [spec], np)
-    copies = buffer.pack_copies([field]) if side == "pack" else buffer.unpack_copies([field])
+    blocks: list = []
+    (buffer.pack if side == "pack" else buffer.unpack)([field], blocks, [])
+    ways = {
+        "numpy": [partial(np.copyto, dst, src) for dst, src in blocks],
+        "c": packing.block_copies(blocks, np),
+    }
+    times = {}
+    for name, copies in ways.items():
 
-    def run() -> None:
-        for copy in copies:
-            copy()
+        def run(copies=copies) -> None:
+            for copy in copies:
+                copy()
 
-    times = timeit.repeat(run, number=args.number, repeat=args.repeats)
-    return statistics.median(times) / args.number
+        times[name] = statistics.median(timeit.repeat(run, number=args.number, repeat=args.repeats))
+    return {name: t / args.number for name, t in times.items()}
 
 
 def main() -> None:
@@ -60,27 +66,18 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
-    print("| block, levels | side | elements | a copy per box | one gather/scatter | chosen |")
-    print("|---|---|---|---|---|---|")
-    chosen = (packing.GATHER_ELEMENTS_PER_CALL, packing.SCATTER_ELEMENTS_PER_CALL)
+    print("| block, levels | side | elements | NumPy, a copy per box | one call into C |")
+    print("|---|---|---|---|---|")
     for shape, levels in SIZES:
         field = np.random.default_rng(0).random((*shape, levels))
         spec = FieldSpec(np.dtype(np.float64), (levels,))
         for side, region in regions(*shape).items():
-            times = {}
-            for name, thresholds in (
-                ("boxes", (0, 0)),
-                ("one", (10**9, 10**9)),
-                ("chosen", chosen),
-            ):
-                packing.GATHER_ELEMENTS_PER_CALL, packing.SCATTER_ELEMENTS_PER_CALL = thresholds
-                times[name] = per_call(region, spec, field, side, args)
-            packing.GATHER_ELEMENTS_PER_CALL, packing.SCATTER_ELEMENTS_PER_CALL = chosen
+            times = per_call(region, spec, field, side, args)
             label = "x".join(map(str, shape))
             print(
                 f"| {label}, {levels} | {side} ({len(region.coalesced())} boxes) | "
-                f"{region.count * levels} | {times['boxes'] * 1e6:.2f} us | "
-                f"{times['one'] * 1e6:.2f} us | {times['chosen'] * 1e6:.2f} us |"
+                f"{region.count * levels} | {times['numpy'] * 1e6:.2f} us | "
+                f"{times['c'] * 1e6:.2f} us |"
             )
 
 

@@ -9,7 +9,9 @@
 #   tools/gpu-check.sh tests       there: the tests alone (GPU_TESTS=EXPR: pytest -k EXPR of them)
 #   GPU_CHECK_SECONDS=N            bounds the whole check (default 1080)
 #
-# Through the workplace's device tool: run(command="tools/gpu-check.sh", carry=[".whl"]).
+# Through the workplace's device tool, with the package's compiled module built here (make
+# install) and carried: run(command="tools/gpu-check.sh", carry=[".whl", COPIES]), COPIES
+# being src/gt4py_halo/runtime/_copies.cpython-312-x86_64-linux-gnu.so.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -45,6 +47,8 @@ python3 -m venv "$venv" && echo "$image_site" >"$venv/lib/python3.12/site-packag
 export PATH="$venv/bin:$PATH" PYTHONPATH="$PWD/src:$PWD/tests/mpi" OMP_NUM_THREADS=1
 export PYTHONUNBUFFERED=1
 export GT4PY_BUILD_CACHE_LIFETIME=persistent GT4PY_BUILD_CACHE_DIR=/tmp/gt4py_halo_cache
+python -c "import gt4py_halo.runtime._copies" ||
+  { echo "gt4py_halo's compiled module is missing: carry it (see the top of $0)"; exit 1; }
 
 {
   date -u

@@ -1,6 +1,6 @@
-"""Message buffers of many small boxes are packed with one gather and unpacked with one scatter
-per field (``runtime/packing.py``): the same bytes and halos as one copy per box, in every
-memory layout a field may have."""
+"""The host copies of a runtime exchange run as one program of block copies in C per phase
+(``runtime/packing.py``, ``runtime/_copies.c``): the same bytes and halos as NumPy's copy per
+box, in every memory layout a field may have."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gt4py_halo.decomposition.plan import Box, BoxRegion, FieldSpec
-from gt4py_halo.runtime import packing
+from gt4py_halo.runtime import _copies, packing
 
 # a rank's send region to a neighbour along axis 0 (faces and corners, not mergeable) and its
 # receive region (two halo rows)
@@ -39,40 +39,55 @@ def layouts(levels: tuple[int, ...]) -> dict[str, np.ndarray]:
     }
 
 
+def numpy_blocks(blocks) -> None:
+    for dst, src in blocks:
+        np.copyto(dst, src)
+
+
 @pytest.mark.parametrize("levels", [(), (3,)], ids=["no levels", "3 levels"])
 @pytest.mark.parametrize(
     "layout", ["C", "Fortran", "padded", "levels outermost", "negative strides"]
 )
-def test_gathered_boxes_equal_box_copies(monkeypatch, levels, layout):
+def test_one_call_equals_numpy_box_by_box(levels, layout):
+    """The host copies of a message, in one call into C: the bytes and halos NumPy's copy
+    of each box gives, in every layout a field may have."""
     spec = FieldSpec(np.dtype(np.float64), levels)
     results = []
-    for per_call in (0, 10**6):  # one copy per box; one gather or scatter
-        monkeypatch.setattr(packing, "GATHER_ELEMENTS_PER_CALL", per_call)
-        monkeypatch.setattr(packing, "SCATTER_ELEMENTS_PER_CALL", per_call)
+    for run in (numpy_blocks, lambda blocks: [c() for c in packing.block_copies(blocks, np)]):
         field = layouts(levels)[layout]
         send = packing.MessageBuffer(SEND, [spec], np)
-        pack = send.pack_copies([field])
-        for copy in pack:
-            copy()
+        blocks, gathers = [], []
+        send.pack([field], blocks, gathers)
+        run(blocks)
         recv = packing.MessageBuffer(RECV, [spec], np)
         recv.data[:] = np.arange(recv.nbytes) % 251
-        unpack = recv.unpack_copies([field])
-        for copy in unpack:
-            copy()
-        results.append((send.data.copy(), field.copy(), len(pack), len(unpack)))
-    (sent, unpacked, *_), (gathered, scattered, pack_calls, unpack_calls) = results
-    np.testing.assert_array_equal(gathered, sent)
-    np.testing.assert_array_equal(scattered, unpacked)
-    if layout == "negative strides":  # no offsets in its memory: a copy per box
-        assert (pack_calls, unpack_calls) == (6, 2)
-    else:
-        assert (pack_calls, unpack_calls) == (1, 1)
+        unpacked = []
+        recv.unpack([field], unpacked, gathers)
+        run(unpacked)
+        assert not gathers and len(packing.block_copies(blocks + unpacked, np)) == 1
+        results.append((send.data.copy(), field.copy()))
+    (sent, unpacked_field), (sent_c, unpacked_c) = results
+    np.testing.assert_array_equal(sent_c, sent)
+    np.testing.assert_array_equal(unpacked_c, unpacked_field)
 
 
-def test_large_messages_are_copied_box_by_box():
-    """Where a gather would cost more than the copy calls it saves."""
-    spec = FieldSpec(np.dtype(np.float64), (1000,))
-    field = np.zeros((6, 10, 1000))
-    assert len(packing.MessageBuffer(SEND, [spec], np).pack_copies([field])) == 6
-    small = FieldSpec(np.dtype(np.float64), (8,))
-    assert len(packing.MessageBuffer(SEND, [small], np).pack_copies([field[..., :8]])) == 1
+def test_records_copy_the_longest_contiguous_runs():
+    """Axes of one element go, axes contiguous in both views merge into the run, axes that
+    step evenly over the next merge: a padded field's rows of a C-ordered box are one run
+    each, a whole C-ordered block one run."""
+    field = np.zeros((6, 10, 4))
+    buffer = np.zeros((6, 10, 4))
+    assert packing._record(buffer, field)[2:] == [6 * 10 * 4 * 8, 0]
+    src, dst = field[1:3, 2:5], buffer[:2, :3]  # two rows of 3x4 contiguous elements
+    assert packing._record(dst, src)[2:] == [3 * 4 * 8, 1, 2, 10 * 4 * 8, 10 * 4 * 8]
+    column = field[1:5, 2:3, 0]  # one element per row
+    assert packing._record(np.zeros((4, 1)), column)[2:] == [8, 1, 4, 10 * 4 * 8, 8]
+    assert packing._record(np.zeros((0, 3)), field[:0, :3, 0]) == []
+
+
+def test_a_malformed_program_is_refused_before_copying():
+    field = np.arange(4.0)
+    record = packing._record(np.zeros(4), field)
+    for program in (record[:3], record + [0], [*record[:3], 40, *record[4:]]):
+        with pytest.raises(ValueError, match="malformed"):
+            _copies.run(np.array(program, np.int64))

@@ -1,14 +1,15 @@
-"""Message buffers laid out from a plan, and vectorized copies between them and fields.
+"""Message buffers laid out from a plan, and the copies between them and fields.
 
 A ``MessageBuffer`` is allocated once per (plan, neighbour, field signature) and reused for
 every exchange; ``Messages`` holds those of one plan and field signature, what every transport
-that sends buffers (``mpi``, ``nccl``) moves. The copies an exchange makes are planned in two steps: buffer-side views are
-fixed when the buffer is built; field-side views are bound to the fields of a call and kept
-while the next call passes the same arrays (the usual case: a model exchanges its own state
-every step), so a repeated exchange only runs the copies. Boxes (cartesian) are copied as
-strided blocks, or where a message has many small boxes, with one gather or scatter over the
-elements' offsets per field; index lists (unstructured) with one gather (``take``) or scatter
-per field.
+that sends buffers (``mpi``, ``nccl``) moves. The copies an exchange makes are planned in two
+steps: buffer-side views are fixed when the buffer is built; field-side views are bound to the
+fields of a call and kept while the next call passes the same arrays (the usual case: a model
+exchanges its own state every step), so a repeated exchange only runs the copies. Boxes
+(cartesian) are copied as strided blocks: for host fields all of a phase's blocks in one call
+into C (``_copies``: per box NumPy costs a Python call, more than a small halo's bytes), for
+device fields one ``copyto`` each; index lists (unstructured) with one gather (``take``) or
+scatter per field.
 """
 
 from __future__ import annotations
@@ -27,18 +28,15 @@ from gt4py_halo.decomposition.plan import (
     Region,
     segment_offsets,
 )
+from gt4py_halo.runtime import _copies
 from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
 
 Copy = Callable[[], Any]
+#: (destination, source) views of one shape and dtype, the copy of a box
+Block = tuple[Any, Any]
 
 #: Field sets per ``Messages`` whose bound copies are kept.
 BOUND_FIELD_SETS = 8
-#: A NumPy message of boxes is packed with one gather per field, not one copy per box, where
-#: it has fewer elements than this per copy call saved: a copy call costs about as much as
-#: gathering that many elements more than block copies move (docs/benchmarks.md).
-GATHER_ELEMENTS_PER_CALL = 800
-#: The same for unpacking with one scatter (slower per element than a gather).
-SCATTER_ELEMENTS_PER_CALL = 400
 
 
 def _segment(buffer: Any, offset: int, count: int, spec: FieldSpec) -> Any:
@@ -53,42 +51,40 @@ def _region_views(
     if not isinstance(region, BoxRegion):
         return [(xp.asarray(region.indices), segment)]
     views, start = [], 0
-    boxes = region.coalesced()
-    for box in boxes:
+    for box in region.coalesced():
         view = segment[start : start + box.size].reshape(box.shape + spec.level_shape)
         views.append((box.slices, view))
         start += box.size
-    if xp is np and segment.size < GATHER_ELEMENTS_PER_CALL * (len(boxes) - 1):
-        return [(_Gathered(views), segment.reshape(-1))]
     return views
 
 
-class _Gathered:
-    """Boxes of a message that may be copied as one: per field, their elements' offsets in
-    its memory, in message order (box by box, C order inside)."""
+def block_copies(blocks: Sequence[Block], xp: ModuleType) -> list[Copy]:
+    """The copies of ``blocks``: host ones in one call, device ones one ``copyto`` each."""
+    if xp is not np:
+        return [partial(xp.copyto, dst, src) for dst, src in blocks]
+    program = [word for dst, src in blocks for word in _record(dst, src)]
+    return [partial(_copies.run, np.array(program, np.int64))] if program else []
 
-    def __init__(self, views: list[tuple[tuple[slice, ...], Any]]) -> None:
-        self.views = views  # (box, buffer view) pairs: the copies otherwise
-        self._elements = sum(view.size for _, view in views)
 
-    def flat(self, array: np.ndarray, per_call: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """A 1-D view of ``array``'s memory and the offsets of the boxes' elements in it;
-        ``None`` where one copy per box is cheaper (fewer than ``per_call`` elements per call
-        saved) or the strides are negative or not whole elements."""
-        itemsize = array.itemsize
-        if self._elements >= per_call * (len(self.views) - 1):
-            return None
-        if any(s < 0 or s % itemsize for s in array.strides):
-            return None
-        strides = [s // itemsize for s in array.strides]
-        parts = []
-        for box, view in self.views:
-            starts = [axis.start for axis in box] + [0] * (view.ndim - len(box))
-            grid = np.ogrid[tuple(slice(a, a + n) for a, n in zip(starts, view.shape))]
-            parts.append(sum(g * stride for g, stride in zip(grid, strides)).ravel())
-        span = 1 + sum((n - 1) * stride for n, stride in zip(array.shape, strides))
-        flat = np.lib.stride_tricks.as_strided(array, (span,), (itemsize,))
-        return flat, np.concatenate(parts)
+def _record(dst: np.ndarray, src: np.ndarray) -> list[int]:
+    """The ``_copies`` record copying ``src`` to ``dst`` (NumPy views of one shape and
+    dtype): their addresses, the bytes of the longest run contiguous in both, and the
+    (count, source stride, destination stride) of each axis around it, axes of one element
+    dropped and axes that step evenly over the next one merged."""
+    if dst.size == 0:
+        return []
+    outer: list[tuple[int, int, int]] = []
+    for n, s, d in zip(dst.shape, src.strides, dst.strides):
+        if n == 1:
+            continue
+        if outer and outer[-1][1] == n * s and outer[-1][2] == n * d:
+            n *= outer.pop()[0]
+        outer.append((n, s, d))
+    run = dst.itemsize
+    if outer and outer[-1][1] == run == outer[-1][2]:
+        run *= outer.pop()[0]
+    address = [a.__array_interface__["data"][0] for a in (src, dst)]
+    return [*address, run, len(outer), *[x for axis in outer for x in axis]]
 
 
 class MessageBuffer:
@@ -112,53 +108,38 @@ class MessageBuffer:
     def nbytes(self) -> int:
         return self.data.nbytes
 
-    def pack_copies(self, arrays: Sequence[Any]) -> list[Copy]:
-        """The copies that pack ``arrays`` into this buffer."""
-        xp, copies = self._xp, []
+    def pack(self, arrays: Sequence[Any], blocks: list[Block], copies: list[Copy]) -> None:
+        """Add what packs ``arrays`` into this buffer: its boxes to ``blocks``, its index
+        lists' gathers to ``copies``."""
+        xp = self._xp
         for array, views in zip(arrays, self._views):
             for index, view in views:
-                if isinstance(index, _Gathered) and (
-                    flat := index.flat(array, GATHER_ELEMENTS_PER_CALL)
-                ):
-                    copies.append(partial(flat[0].take, flat[1], 0, view, "clip"))
-                elif isinstance(index, _Gathered):
-                    copies.extend(partial(xp.copyto, v, array[i]) for i, v in index.views)
-                elif isinstance(index, tuple):
-                    copies.append(partial(xp.copyto, view, array[index]))
+                if isinstance(index, tuple):
+                    blocks.append((view, array[index]))
                 elif xp is np:  # indices of the plan, in range: "clip" writes unbuffered
                     copies.append(partial(array.take, index, 0, view, "clip"))
                 else:
                     copies.append(partial(xp.take, array, index, axis=0, out=view))
-        return copies
 
-    def unpack_copies(self, arrays: Sequence[Any]) -> list[Copy]:
-        """The copies that unpack this buffer into ``arrays``."""
-        xp, copies = self._xp, []
+    def unpack(self, arrays: Sequence[Any], blocks: list[Block], copies: list[Copy]) -> None:
+        """Add what unpacks this buffer into ``arrays``: its boxes to ``blocks``, its index
+        lists' scatters to ``copies``."""
         for array, views in zip(arrays, self._views):
             for index, view in views:
-                if isinstance(index, _Gathered) and (
-                    flat := index.flat(array, SCATTER_ELEMENTS_PER_CALL)
-                ):
-                    copies.append(partial(flat[0].__setitem__, flat[1], view))
-                elif isinstance(index, _Gathered):
-                    copies.extend(partial(xp.copyto, array[i], v) for i, v in index.views)
-                elif isinstance(index, tuple):
-                    copies.append(partial(xp.copyto, array[index], view))
+                if isinstance(index, tuple):
+                    blocks.append((array[index], view))
                 else:
                     copies.append(partial(array.__setitem__, index, view))
-        return copies
 
 
-def self_copies(
-    send: BoxRegion, recv: BoxRegion, arrays: Sequence[Any], xp: ModuleType
-) -> list[Copy]:
+def self_blocks(send: BoxRegion, recv: BoxRegion, arrays: Sequence[Any]) -> list[Block]:
     """Copies from owned to halo cells of the same rank (its own periodic neighbour).
 
     Send and receive boxes pair up in plan order with equal shapes; they never overlap, so the
     copies need no buffer and may run while messages are in flight.
     """
     return [
-        partial(xp.copyto, array[dst.slices], array[src.slices])
+        (array[dst.slices], array[src.slices])
         for array in arrays
         for src, dst in zip(send.boxes, recv.boxes)
     ]
@@ -202,14 +183,18 @@ class Messages:
         if bound is None:
             views = [unowned_view(a) for a in arrays]
             over = [a if v is None else v for a, v in zip(arrays, views)]
+            xp = self._xp
+            pack: tuple[list[Block], list[Copy]] = ([], [])
+            unpack: tuple[list[Block], list[Copy]] = ([], [])
+            for _, buffer in self.sends:
+                buffer.pack(over, *pack)
+            for _, buffer in self.recvs:
+                buffer.unpack(over, *unpack)
+            local = [b for send, recv in self._self_regions for b in self_blocks(send, recv, over)]
             bound = (
-                [copy for _, b in self.sends for copy in b.pack_copies(over)],
-                [copy for _, b in self.recvs for copy in b.unpack_copies(over)],
-                [
-                    copy
-                    for send, recv in self._self_regions
-                    for copy in self_copies(send, recv, over, self._xp)
-                ],
+                block_copies(pack[0], xp) + pack[1],
+                block_copies(unpack[0], xp) + unpack[1],
+                block_copies(local, xp),
             )
             if all(v is not None for v in views):
                 self._bound.put(None, arrays, bound)
