@@ -32,7 +32,7 @@ $(BIN)/python:
 
 # MPICH goes in first: GHEX's source build looks for mpicxx on PATH.
 # the package's one compiled module (setup.py) is built by the install: a change to it reinstalls
-BUILT_FROM := pyproject.toml setup.py src/gt4py_halo/runtime/_copies.c
+BUILT_FROM := pyproject.toml setup.py src/gt4py_halo/_native.c
 
 $(STAMP): $(BUILT_FROM) | $(BIN)/python
 	$(if $(findstring ghex,$(EXTRAS)),tools/check-system-deps.sh)

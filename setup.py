@@ -1,6 +1,6 @@
-"""The one compiled module: block copies of the runtime exchange of host fields (its C source
-says why). Everything else is in pyproject.toml."""
+"""The one compiled module, ``gt4py_halo._native`` (its C source says what it holds and why).
+Everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("gt4py_halo.runtime._copies", ["src/gt4py_halo/runtime/_copies.c"])])
+setup(ext_modules=[Extension("gt4py_halo._native", ["src/gt4py_halo/_native.c"])])

@@ -1,5 +1,5 @@
 """What packing a message of boxes costs: NumPy's copy per box against the runtime exchange's
-one call into C for all of them (``runtime/packing.py``, ``runtime/_copies.c``), by message size.
+one call into C for all of them (``runtime/packing.py``, ``_native.c``), by message size.
 
 Measured on one process, with the regions a rank sends to and receives from its neighbour
 along axis 0 of a 2-D block (faces and corners: 6 boxes; two halo rows: 2 boxes), halo 1,

@@ -11,7 +11,7 @@
 #
 # Through the workplace's device tool, with the package's compiled module built here (make
 # install) and carried: run(command="tools/gpu-check.sh", carry=[".whl", COPIES]), COPIES
-# being src/gt4py_halo/runtime/_copies.cpython-312-x86_64-linux-gnu.so.
+# being src/gt4py_halo/_native.cpython-312-x86_64-linux-gnu.so.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -47,7 +47,7 @@ python3 -m venv "$venv" && echo "$image_site" >"$venv/lib/python3.12/site-packag
 export PATH="$venv/bin:$PATH" PYTHONPATH="$PWD/src:$PWD/tests/mpi" OMP_NUM_THREADS=1
 export PYTHONUNBUFFERED=1
 export GT4PY_BUILD_CACHE_LIFETIME=persistent GT4PY_BUILD_CACHE_DIR=/tmp/gt4py_halo_cache
-python -c "import gt4py_halo.runtime._copies" ||
+python -c "import gt4py_halo._native" ||
   { echo "gt4py_halo's compiled module is missing: carry it (see the top of $0)"; exit 1; }
 
 {

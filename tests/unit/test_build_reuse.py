@@ -192,12 +192,8 @@ def test_a_build_loaded_twice_in_one_process_says_nothing(tmp_path):
     assert len(list(tmp_path.rglob("libstep_*.so"))) == 1  # built once
 
 
-def test_repeated_calls_keep_dace_call_hooks():
-    """A call with the last call's arguments skips DaCe's ``fast_call`` Python, but not the
-    compiled-SDFG call hooks a user registered (DaCe's instrumentation): every call runs them,
-    and the halos are written every time."""
-    import dace
-    import numpy as np
+def exchange_step():
+    """A 9x7 periodic grid on this process, and a step exchanging one field's halo on it."""
     from mpi4py import MPI
 
     import gt4py_halo as gh
@@ -208,6 +204,18 @@ def test_repeated_calls_keep_dace_call_hooks():
     @gh.program(comm=MPI.COMM_SELF)
     def step(a):
         ex.exchange(a)
+
+    return d, step
+
+
+def test_repeated_calls_keep_dace_call_hooks():
+    """A call with the last call's arguments skips DaCe's ``fast_call`` Python, but not the
+    compiled-SDFG call hooks a user registered (DaCe's instrumentation): every call runs them,
+    and the halos are written every time."""
+    import dace
+    import numpy as np
+
+    d, step = exchange_step()
 
     a = np.zeros(d.allocated_shape)
     calls = []
@@ -235,18 +243,10 @@ def test_a_step_keeps_no_argument_alive(kind):
 
     import gt4py.next as gtx
     import numpy as np
-    from mpi4py import MPI
-
-    import gt4py_halo as gh
 
     I, J = gtx.Dimension("I"), gtx.Dimension("J")
 
-    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
-    ex = gh.make_exchange(d, backend="mpi")
-
-    @gh.program(comm=MPI.COMM_SELF)
-    def step(a):
-        ex.exchange(a)
+    d, step = exchange_step()
 
     gone = []
     for n in range(3):
@@ -262,3 +262,21 @@ def test_a_step_keeps_no_argument_alive(kind):
         del array
         del a
     assert [ref() for ref in gone] == [None, None, None], "a step kept an argument alive"
+
+
+def test_an_argument_reshaped_in_place_is_checked_again():
+    """The last call runs again only for the same objects of the same shapes: an array
+    reshaped in place since (the same object, the same memory) is checked as a new argument,
+    here against the plan, which it no longer fits."""
+    import numpy as np
+
+    import gt4py_halo as gh
+
+    d, step = exchange_step()
+
+    a = np.zeros(d.allocated_shape)
+    step(a)
+    step(a)  # the last call again
+    a.shape = a.shape[::-1]
+    with pytest.raises(gh.FieldError, match="needs its first 2 axes"):
+        step(a)

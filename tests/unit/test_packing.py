@@ -1,5 +1,5 @@
 """The host copies of a runtime exchange run as one program of block copies in C per phase
-(``runtime/packing.py``, ``runtime/_copies.c``): the same bytes and halos as NumPy's copy per
+(``runtime/packing.py``, ``_native.c``): the same bytes and halos as NumPy's copy per
 box, in every memory layout a field may have."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gt4py_halo import _native
 from gt4py_halo.decomposition.plan import Box, BoxRegion, FieldSpec
-from gt4py_halo.runtime import _copies, packing
+from gt4py_halo.runtime import packing
 
 # a rank's send region to a neighbour along axis 0 (faces and corners, not mergeable) and its
 # receive region (two halo rows)
@@ -90,4 +91,4 @@ def test_a_malformed_program_is_refused_before_copying():
     record = packing._record(np.zeros(4), field)
     for program in (record[:3], record + [0], [*record[:3], 40, *record[4:]]):
         with pytest.raises(ValueError, match="malformed"):
-            _copies.run(np.array(program, np.int64))
+            _native.run(np.array(program, np.int64))

@@ -13,15 +13,14 @@ Each loaded library has its own copy of what it keeps: DaCe loads a library load
 
 from __future__ import annotations
 
+import ctypes
 import functools
-import weakref
-from collections.abc import Callable
 from typing import Any
 
 import dace
 from dace.hooks import _COMPILED_SDFG_CALL_HOOKS as _CALL_HOOKS  # registered in place
 
-from gt4py_halo import profiling
+from gt4py_halo import _native, profiling
 from gt4py_halo.compiled.timers import drain
 
 #: The entry points, after DaCe's own (``__program_<step>``), in the step's generated C++.
@@ -63,25 +62,25 @@ class LastCall:
 
     It holds the arguments weakly where they allow it (arrays, GT4Py fields: a step never
     keeps a user's field alive): once one has died, the next call converts its arguments
-    anew, as it does for one reshaped in place."""
+    anew, as it does for one reshaped in place. The check and the call are C
+    (``_native.Again``): in Python they cost more than a small exchange."""
 
-    __slots__ = ("_again", "_args", "_name", "_prepared", "_shapes", "compiled", "profiled")
-    __slots__ += ("timers",)
+    __slots__ = ("_again", "_prepared", "_quick", "compiled", "name", "profiled", "timers")
 
     def __init__(
         self, name: str, compiled: Any, args: tuple, prepared: tuple, rec: Any, timers: list
     ) -> None:
         """``prepared``: DaCe's arguments for ``compiled`` converted from ``args``, after a
         call with them (which initialized the library)."""
-        self._name, self.compiled, self.timers = name, compiled, timers
+        self.name, self.compiled, self.timers = name, compiled, timers
         self.profiled = rec is not None  # the build with timers, or the one without
-        self._args = tuple(map(_weakly, args))
-        self._shapes = tuple(getattr(a, "shape", None) for a in args)
         self._prepared = prepared
         lib, step = compiled._lib, compiled._sdfg.name
         keep = lib.get_symbol(f"__gh_keep_{step}", restype=None)
         keep(compiled._libhandle, *prepared[0])
         self._again = lib.get_symbol(f"__gh_again_{step}", restype=None)
+        address = ctypes.cast(self._again, ctypes.c_void_p).value
+        self._quick = _native.Again(args, address)
 
     def again(self, args: tuple) -> bool:
         """The call again, if ``args`` are its arguments, none reshaped in place since, and
@@ -90,19 +89,13 @@ class LastCall:
         DaCe's ``fast_call`` without its Python, unless DaCe call hooks (instrumentation) are
         registered, which only ``fast_call`` invokes."""
         rec = profiling.recorder
-        refs, shapes = self._args, self._shapes
-        if (rec is not None) is not self.profiled or len(args) != len(refs):
+        hooks = bool(_CALL_HOOKS) and any(_CALL_HOOKS)  # an unregistered one leaves a None
+        if rec is None and not hooks and not self.profiled:
+            return self._quick(args)  # the steady state: checked and called in C
+        if (rec is not None) is not self.profiled or not self._quick.same(args):
             return False
-        i = 0
-        for arg in args:  # indexed: a zip costs as much again on a step of few arguments
-            if arg is not refs[i]():
-                return False
-            shape = shapes[i]
-            if shape is not None and arg.shape != shape:
-                return False
-            i += 1  # noqa: SIM113 - see above
         t = rec.now() if rec else 0.0
-        if any(_CALL_HOOKS):  # an unregistered hook leaves a None behind
+        if hooks:
             self.compiled.fast_call(*self._prepared)
         else:
             self._again()
@@ -113,16 +106,7 @@ class LastCall:
     def recorded(self, rec: Any, start: float) -> None:
         """Records the call that began at ``start`` in profile ``rec``, whose end collects
         what the step's timers recorded inside it."""
-        rec.event(self._name, start, {"timers": len(self.timers)}, "step")
+        rec.event(self.name, start, {"timers": len(self.timers)}, "step")
         rec.compiled_events[id(self.compiled)] = functools.partial(
-            drain, self.compiled, self.timers, self._name
+            drain, self.compiled, self.timers, self.name
         )
-
-
-def _weakly(value: Any) -> Callable[[], Any]:
-    """What gives ``value`` back while it lives, ``None`` after: a weak reference, or for
-    what takes none (scalars, which hold no user memory) the value itself."""
-    try:
-        return weakref.ref(value)
-    except TypeError:
-        return lambda: value

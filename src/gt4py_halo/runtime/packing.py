@@ -7,7 +7,7 @@ steps: buffer-side views are fixed when the buffer is built; field-side views ar
 fields of a call and kept while the next call passes the same arrays (the usual case: a model
 exchanges its own state every step), so a repeated exchange only runs the copies. Boxes
 (cartesian) are copied as strided blocks: for host fields all of a phase's blocks in one call
-into C (``_copies``: per box NumPy costs a Python call, more than a small halo's bytes), for
+into C (``_native.run``: per box NumPy costs a Python call, more than a small halo's bytes), for
 device fields one ``copyto`` each; index lists (unstructured) with one gather (``take``) or
 scatter per field.
 """
@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from gt4py_halo import _native
 from gt4py_halo.decomposition.plan import (
     BoxRegion,
     ExchangePlan,
@@ -28,7 +29,6 @@ from gt4py_halo.decomposition.plan import (
     Region,
     segment_offsets,
 )
-from gt4py_halo.runtime import _copies
 from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
 
 Copy = Callable[[], Any]
@@ -63,11 +63,11 @@ def block_copies(blocks: Sequence[Block], xp: ModuleType) -> list[Copy]:
     if xp is not np:
         return [partial(xp.copyto, dst, src) for dst, src in blocks]
     program = [word for dst, src in blocks for word in _record(dst, src)]
-    return [partial(_copies.run, np.array(program, np.int64))] if program else []
+    return [partial(_native.run, np.array(program, np.int64))] if program else []
 
 
 def _record(dst: np.ndarray, src: np.ndarray) -> list[int]:
-    """The ``_copies`` record copying ``src`` to ``dst`` (NumPy views of one shape and
+    """The ``_native.run`` record copying ``src`` to ``dst`` (NumPy views of one shape and
     dtype): their addresses, the bytes of the longest run contiguous in both, and the
     (count, source stride, destination stride) of each axis around it, axes of one element
     dropped and axes that step evenly over the next one merged."""

@@ -1,0 +1,227 @@
+/* gt4py_halo's C, where Python's cost per operation is more than the work.
+
+   1. run(program): block copies between host arrays, many in one call.
+   A runtime exchange of NumPy fields copies a box per direction and field from fields to
+   message buffers, from buffers to fields, and from owned cells to the halo of the same rank.
+   Each box is a few contiguous runs; NumPy costs a Python call and microseconds per box,
+   which on a small halo is most of the exchange. Here one call runs a whole phase's copies.
+   program is a C-contiguous int64 buffer of records, one per copy,
+       source address, destination address, run bytes, dims,
+       then per outer dim (outermost first): count, source stride, destination stride (bytes)
+   copying count_0 x ... x count_{dims-1} contiguous runs of `run bytes`. The records are
+   made by gt4py_halo/runtime/packing.py from NumPy views of the same arrays and boxes (their
+   addresses, shapes and strides), so every byte touched lies inside those views; the caller
+   keeps the arrays alive while a program runs.
+
+   2. Again(args, address): a compiled step's last call (gt4py_halo/compiled/last_call.py),
+   run again when the next call passes the same objects: a model's steady state, where the
+   Python checks of that cost more than a small exchange. It holds the arguments weakly where
+   they allow it (a step never keeps a user's field alive), others (scalars) as they are, and
+   each one's shape where it has one (an array reshaped in place is not the same argument). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_DIMS 32
+
+static inline void copy_run(char *dst, const char *src, int64_t run) {
+    switch (run) { /* the usual element sizes: inlined moves, not calls */
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    case 16: memcpy(dst, src, 16); break;
+    default: memcpy(dst, src, (size_t)run);
+    }
+}
+
+static void copy_block(char *dst, const char *src, int64_t run, int64_t dims,
+                       const int64_t *outer) {
+    const int64_t count = outer[0], src_stride = outer[1], dst_stride = outer[2];
+    if (dims == 1) {
+        for (int64_t i = 0; i < count; ++i)
+            copy_run(dst + i * dst_stride, src + i * src_stride, run);
+        return;
+    }
+    for (int64_t i = 0; i < count; ++i)
+        copy_block(dst + i * dst_stride, src + i * src_stride, run, dims - 1, outer + 3);
+}
+
+/* Whether `program` is a sequence of whole records. */
+static int well_formed(const int64_t *at, const int64_t *end) {
+    while (at + 4 <= end) {
+        const int64_t dims = at[3];
+        if (dims < 0 || dims > MAX_DIMS || 3 * dims > end - at - 4) return 0;
+        at += 4 + 3 * dims;
+    }
+    return at == end;
+}
+
+static PyObject *run(PyObject *self, PyObject *program) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(program, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    const int64_t *at = (const int64_t *)view.buf;
+    const int64_t *end = at + view.len / (Py_ssize_t)sizeof(int64_t);
+    if (view.len % (Py_ssize_t)sizeof(int64_t) || !well_formed(at, end)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "gt4py_halo: a malformed copy program");
+        return NULL;
+    }
+    while (at < end) {
+        const char *src = (const char *)(intptr_t)at[0];
+        char *dst = (char *)(intptr_t)at[1];
+        const int64_t run = at[2], dims = at[3];
+        if (dims == 0)
+            copy_run(dst, src, run);
+        else
+            copy_block(dst, src, run, dims, at + 4);
+        at += 4 + 3 * dims;
+    }
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t count;
+    PyObject **held;  /* per argument: a weak reference, or the value itself */
+    PyObject **shapes; /* per argument: its shape then, or NULL */
+    void (*step)(void);
+} Again;
+
+static PyObject *shape_name;
+
+static void again_dealloc(Again *self) {
+    for (Py_ssize_t i = 0; i < self->count; ++i) {
+        Py_XDECREF(self->held[i]);
+        Py_XDECREF(self->shapes[i]);
+    }
+    PyMem_Free(self->held);
+    PyMem_Free(self->shapes);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *arguments, *address;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &arguments, &PyLong_Type, &address))
+        return NULL;
+    void *step = PyLong_AsVoidPtr(address);
+    if (step == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no step");
+        return NULL;
+    }
+    Again *self = (Again *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(arguments);
+    self->held = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    self->shapes = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    if (self->held == NULL || self->shapes == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->count = n;
+    self->step = (void (*)(void))step;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *arg = PyTuple_GET_ITEM(arguments, i);
+        PyObject *ref = PyWeakref_NewRef(arg, NULL);
+        if (ref == NULL) { /* takes no weak reference: a scalar, held as it is */
+            if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
+                Py_DECREF(self);
+                return NULL;
+            }
+            PyErr_Clear();
+            ref = Py_NewRef(arg);
+        }
+        self->held[i] = ref;
+        PyObject *shape = PyObject_GetAttr(arg, shape_name);
+        if (shape == NULL) PyErr_Clear();
+        self->shapes[i] = shape;
+    }
+    return (PyObject *)self;
+}
+
+/* 1 if `args` are the held arguments, alive and of their shapes then; 0 if not; -1 on error. */
+static int same(Again *self, PyObject *args) {
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
+    for (Py_ssize_t i = 0; i < self->count; ++i) {
+        PyObject *arg = PyTuple_GET_ITEM(args, i), *held = self->held[i];
+        if (PyWeakref_CheckRef(held)) {
+#if PY_VERSION_HEX >= 0x030D0000
+            PyObject *alive;
+            if (PyWeakref_GetRef(held, &alive) < 0) return -1;
+            Py_XDECREF(alive); /* (compared as an address only) */
+            if (alive != arg) return 0;
+#else
+            if (PyWeakref_GET_OBJECT(held) != arg) return 0;
+#endif
+        } else if (held != arg) {
+            return 0;
+        }
+        if (self->shapes[i] != NULL) {
+            PyObject *shape = PyObject_GetAttr(arg, shape_name);
+            if (shape == NULL) return -1;
+            int equal = PyObject_RichCompareBool(shape, self->shapes[i], Py_EQ);
+            Py_DECREF(shape);
+            if (equal != 1) return equal;
+        }
+    }
+    return 1;
+}
+
+static PyObject *again_same(Again *self, PyObject *args) {
+    int found = same(self, args);
+    if (found < 0) return NULL;
+    return PyBool_FromLong(found);
+}
+
+static PyObject *again_call(Again *self, PyObject *args, PyObject *kwargs) {
+    PyObject *arguments;
+    if (!PyArg_ParseTuple(args, "O", &arguments)) return NULL;
+    int found = same(self, arguments);
+    if (found < 0) return NULL;
+    if (found) {
+        Py_BEGIN_ALLOW_THREADS /* as ctypes does: a step may run long (it waits for messages) */
+        self->step();
+        Py_END_ALLOW_THREADS
+    }
+    return PyBool_FromLong(found);
+}
+
+static PyMethodDef again_methods[] = {
+    {"same", (PyCFunction)again_same, METH_O,
+     "same(args): whether args are the held arguments, alive and of their shapes then."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject AgainType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Again",
+    .tp_basicsize = sizeof(Again),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Again(args, address): called with the same args, calls the C function at "
+              "address (no arguments) and returns True; else returns False.",
+    .tp_new = again_new,
+    .tp_dealloc = (destructor)again_dealloc,
+    .tp_call = (ternaryfunc)again_call,
+    .tp_methods = again_methods,
+};
+
+static PyMethodDef methods[] = {
+    {"run", run, METH_O, "Run a program of block copies (see the module's source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native", "gt4py_halo's C (see its source).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    shape_name = PyUnicode_InternFromString("shape");
+    if (shape_name == NULL || PyType_Ready(&AgainType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
