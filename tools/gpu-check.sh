@@ -10,7 +10,7 @@
 #   GPU_CHECK_SECONDS=N            bounds the whole check (default 1080)
 #
 # Through the workplace's device tool, with the package's compiled module built here (make
-# install) and carried: run(command="tools/gpu-check.sh", carry=[".whl", COPIES]), COPIES
+# install) and carried: run(command="tools/gpu-check.sh", carry=[".whl", NATIVE]), NATIVE
 # being src/gt4py_halo/_native.cpython-312-x86_64-linux-gnu.so.
 set -u
 cd "$(dirname "$0")/.."
