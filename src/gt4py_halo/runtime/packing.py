@@ -29,14 +29,13 @@ from gt4py_halo.decomposition.plan import (
     Region,
     segment_offsets,
 )
-from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
+from gt4py_halo.runtime.identity_cache import unowned_view
 
 Copy = Callable[[], Any]
 #: (destination, source) views of one shape and dtype, the copy of a box
 Block = tuple[Any, Any]
-
-#: Field sets per ``Messages`` whose bound copies are kept.
-BOUND_FIELD_SETS = 8
+#: The copies of an exchange: packing, unpacking, and from a rank to itself
+Bound = tuple[list[Copy], list[Copy], list[Copy]]
 
 
 def _segment(buffer: Any, offset: int, count: int, spec: FieldSpec) -> Any:
@@ -172,33 +171,29 @@ class Messages:
             if neighbour.recv.count:
                 buffer = MessageBuffer(neighbour.recv, specs, xp, trailer)
                 self.recvs.append((neighbour.rank, buffer))
-        self._bound = IdentityCache(BOUND_FIELD_SETS)
 
-    def bind(self, arrays: Sequence[Any]) -> tuple[list[Copy], list[Copy], list[Copy]]:
+    def bind(self, arrays: Sequence[Any]) -> tuple[Bound, bool]:
         """The copies of an exchange of ``arrays``: packing, unpacking and from this rank to
-        itself. They are made over views that do not keep ``arrays`` alive where such views
-        can be made (the caller holds the arrays until the exchange is finished) and kept for
-        when the same arrays come again."""
-        bound = self._bound.get(None, arrays)
-        if bound is None:
-            views = [unowned_view(a) for a in arrays]
-            over = [a if v is None else v for a, v in zip(arrays, views)]
-            xp = self._xp
-            pack: tuple[list[Block], list[Copy]] = ([], [])
-            unpack: tuple[list[Block], list[Copy]] = ([], [])
-            for _, buffer in self.sends:
-                buffer.pack(over, *pack)
-            for _, buffer in self.recvs:
-                buffer.unpack(over, *unpack)
-            local = [b for send, recv in self._self_regions for b in self_blocks(send, recv, over)]
-            bound = (
-                block_copies(pack[0], xp) + pack[1],
-                block_copies(unpack[0], xp) + unpack[1],
-                block_copies(local, xp),
-            )
-            if all(v is not None for v in views):
-                self._bound.put(None, arrays, bound)
-        return bound
+        itself; and whether they hold no reference to ``arrays`` (they are made over views
+        that do not keep them alive where such views can be made: host arrays). The caller
+        holds the arrays until the exchange is finished, and may keep such copies for when
+        the same arrays come again."""
+        views = [unowned_view(a) for a in arrays]
+        over = [a if v is None else v for a, v in zip(arrays, views)]
+        xp = self._xp
+        pack: tuple[list[Block], list[Copy]] = ([], [])
+        unpack: tuple[list[Block], list[Copy]] = ([], [])
+        for _, buffer in self.sends:
+            buffer.pack(over, *pack)
+        for _, buffer in self.recvs:
+            buffer.unpack(over, *unpack)
+        local = [b for send, recv in self._self_regions for b in self_blocks(send, recv, over)]
+        bound = (
+            block_copies(pack[0], xp) + pack[1],
+            block_copies(unpack[0], xp) + unpack[1],
+            block_copies(local, xp),
+        )
+        return bound, all(v is not None for v in views)
 
 
 class MessageSets:

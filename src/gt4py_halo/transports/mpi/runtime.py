@@ -25,7 +25,7 @@ from mpi4py import MPI
 from gt4py_halo import profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import RanksDisagreeError
-from gt4py_halo.runtime.packing import MessageBuffer, Messages, MessageSets, Slots
+from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets, Slots
 
 
 class _Wire:
@@ -87,10 +87,17 @@ class MessageSet:
         # decomposition's communicator is never released
         weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
 
-    def start(self, arrays: Sequence[Any]) -> None:
+    def start(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
+        """Post the exchange of ``arrays``; ``kept``: the copies bound to these arrays, by
+        message set, of the caller's (a prepared exchange: one field set)."""
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
-        pack, self._unpack, local = self._messages.bind(arrays)
+        bound = kept.get(self)
+        if bound is None:
+            bound, unowned = self._messages.bind(arrays)
+            if unowned:  # no reference to the fields: kept while the caller is
+                kept[self] = bound
+        pack, self._unpack, local = bound
         MPI.Prequest.Startall(self._recv_requests)
         if rec:
             t = rec.event("post", t, self._received)
@@ -229,9 +236,12 @@ class PreparedMpiExchange:
     ) -> None:
         self._slots = sets.slots(plan, specs, xp.__name__)
         self._make = lambda slot: MessageSet(comm, plan, specs, plan.message_tag(slot), xp)
+        # per message set, the copies bound to this exchange's fields (kept with it: the
+        # exchange keeps a prepared exchange per field set, dropped with the fields)
+        self._bound: dict[MessageSet, Bound] = {}
 
     def start(self, arrays: Sequence[Any]) -> PendingMpiExchange:
-        messages, slot = self._slots.start(self._make, arrays)
+        messages, slot = self._slots.start(self._make, arrays, self._bound)
         return PendingMpiExchange(messages, self._slots, slot, arrays)
 
 

@@ -115,7 +115,7 @@ class _NcclMessages:
         if self.done is not None and self.stream.ptr != stream.ptr:
             stream.wait_event(self.done)  # the buffers' last use, on the device
         self.stream = stream
-        pack, self.unpack, local = self.messages.bind(arrays)
+        (pack, self.unpack, local), _ = self.messages.bind(arrays)  # CuPy: views hold them
         with stream:
             for copy in pack:
                 copy()
