@@ -4,8 +4,10 @@ A ``MessageBuffer`` is allocated once per (plan, neighbour, field signature) and
 every exchange; ``Messages`` holds those of one plan and field signature, what every transport
 that sends buffers (``mpi``, ``nccl``) moves. The copies an exchange makes are planned in two
 steps: buffer-side views are fixed when the buffer is built; field-side views are bound to the
-fields of a call and kept while the next call passes the same arrays (the usual case: a model
-exchanges its own state every step), so a repeated exchange only runs the copies. Boxes
+fields of a call (``Messages.bind``) and, where they hold no reference to the fields, kept by
+the caller for the next call with the same fields (the ``mpi`` transport's prepared exchange,
+one per field set: a model exchanges its own state every step), so a repeated exchange only
+runs the copies. Boxes
 (cartesian) are copied as strided blocks: for host fields all of a phase's blocks in one call
 into C (``_native.run``: per box NumPy costs a Python call, more than a small halo's bytes), for
 device fields one ``copyto`` each; index lists (unstructured) with one gather (``take``) or
