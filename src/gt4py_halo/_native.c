@@ -13,11 +13,19 @@
    addresses, shapes and strides), so every byte touched lies inside those views; the caller
    keeps the arrays alive while a program runs.
 
-   2. Again(args, address): a compiled step's last call (gt4py_halo/compiled/last_call.py),
-   run again when the next call passes the same objects: a model's steady state, where the
-   Python checks of that cost more than a small exchange. It holds the arguments weakly where
-   they allow it (a step never keeps a user's field alive), others (scalars) as they are, and
-   each one's shape where it has one (an array reshaped in place is not the same argument). */
+   2. Layout(objects): the objects' layouts, to tell whether what was checked and bound for
+   them still holds (gt4py_halo/runtime/exchange.py). A NumPy array can change in place: be
+   reshaped, given other strides, made read-only; copies bound to its old layout would then
+   write wrong halos. (NumPy refuses to resize a weakly referenced array, as every cached one
+   is, so its memory stays.) The layout of an object exporting a buffer (NumPy) is its
+   address, read-only flag, item size, shape and strides; of others (device arrays, GT4Py
+   fields) their shape.
+
+   3. Again(args, address): a compiled step's last call (gt4py_halo/compiled/last_call.py),
+   run again when the next call passes the same objects of the same layouts: a model's steady
+   state, where the Python checks of that cost more than a small exchange. It holds the
+   arguments weakly where they allow it (a step never keeps a user's field alive), others
+   (scalars) as they are. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,6 +33,7 @@
 #include <string.h>
 
 #define MAX_DIMS 32
+#define LAYOUT_WORDS (4 + 2 * 64) /* NumPy's most dims: 64 */
 
 static inline void copy_run(char *dst, const char *src, int64_t run) {
     switch (run) { /* the usual element sizes: inlined moves, not calls */
@@ -81,23 +90,151 @@ static PyObject *run(PyObject *self, PyObject *program) {
     Py_RETURN_NONE;
 }
 
-typedef struct {
-    PyObject_HEAD
-    Py_ssize_t count;
-    PyObject **held;  /* per argument: a weak reference, or the value itself */
-    PyObject **shapes; /* per argument: its shape then, or NULL */
-    void (*step)(void);
-} Again;
+/* Writes the buffer layout of `obj` into `words` (LAYOUT_WORDS of them); returns their count,
+   or 0 where `obj` exports no buffer. */
+static Py_ssize_t buffer_layout(PyObject *obj, int64_t *words) {
+    Py_buffer view;
+    if (!PyObject_CheckBuffer(obj)) return 0;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES) < 0) { /* e.g. a dtype with no format */
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t n = 0;
+    if (view.ndim <= (LAYOUT_WORDS - 4) / 2) {
+        words[0] = (int64_t)(intptr_t)view.buf;
+        words[1] = view.readonly;
+        words[2] = view.itemsize;
+        words[3] = view.ndim;
+        for (int i = 0; i < view.ndim; ++i) {
+            words[4 + i] = view.shape[i];
+            words[4 + view.ndim + i] = view.strides[i];
+        }
+        n = 4 + 2 * (Py_ssize_t)view.ndim;
+    }
+    PyBuffer_Release(&view);
+    return n;
+}
 
 static PyObject *shape_name;
 
-static void again_dealloc(Again *self) {
-    for (Py_ssize_t i = 0; i < self->count; ++i) {
-        Py_XDECREF(self->held[i]);
-        Py_XDECREF(self->shapes[i]);
+/* The layout of `obj`: bytes of its buffer layout, else its shape, else NULL (none: a scalar). */
+static PyObject *layout_of(PyObject *obj) {
+    int64_t words[LAYOUT_WORDS];
+    Py_ssize_t n = buffer_layout(obj, words);
+    if (n > 0) return PyBytes_FromStringAndSize((const char *)words, n * 8);
+    PyObject *shape = PyObject_GetAttr(obj, shape_name);
+    if (shape == NULL) PyErr_Clear();
+    return shape;
+}
+
+/* 1 if `obj` has `layout` (from layout_of), 0 if not, -1 on error. */
+static int has_layout(PyObject *obj, PyObject *layout) {
+    if (layout == NULL) return 1;
+    if (PyBytes_CheckExact(layout)) {
+        int64_t words[LAYOUT_WORDS];
+        Py_ssize_t n = buffer_layout(obj, words);
+        return n * 8 == PyBytes_GET_SIZE(layout) &&
+               memcmp(words, PyBytes_AS_STRING(layout), (size_t)n * 8) == 0;
     }
+    PyObject *shape = PyObject_GetAttr(obj, shape_name);
+    if (shape == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int equal = PyObject_RichCompareBool(shape, layout, Py_EQ);
+    Py_DECREF(shape);
+    return equal;
+}
+
+/* The layouts of `n` objects, a new array of new references (or NULLs); NULL on error. */
+static PyObject **layouts_of(PyObject *const *objects, Py_ssize_t n) {
+    PyObject **layouts = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    if (layouts == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        layouts[i] = layout_of(objects[i]);
+        if (PyErr_Occurred()) {
+            for (Py_ssize_t j = 0; j <= i; ++j) Py_XDECREF(layouts[j]);
+            PyMem_Free(layouts);
+            return NULL;
+        }
+    }
+    return layouts;
+}
+
+static void free_layouts(PyObject **layouts, Py_ssize_t n) {
+    if (layouts == NULL) return;
+    for (Py_ssize_t i = 0; i < n; ++i) Py_XDECREF(layouts[i]);
+    PyMem_Free(layouts);
+}
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t count;
+    PyObject **layouts;
+} Layout;
+
+static void layout_dealloc(Layout *self) {
+    free_layouts(self->layouts, self->count);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *layout_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *objects;
+    if (!PyArg_ParseTuple(args, "O", &objects)) return NULL;
+    PyObject *fast = PySequence_Fast(objects, "Layout(objects): a sequence");
+    if (fast == NULL) return NULL;
+    Layout *self = (Layout *)type->tp_alloc(type, 0);
+    if (self != NULL) {
+        self->count = PySequence_Fast_GET_SIZE(fast);
+        self->layouts = layouts_of(PySequence_Fast_ITEMS(fast), self->count);
+        if (self->layouts == NULL) Py_CLEAR(self);
+    }
+    Py_DECREF(fast);
+    return (PyObject *)self;
+}
+
+static PyObject *layout_same(Layout *self, PyObject *objects) {
+    PyObject *fast = PySequence_Fast(objects, "same(objects): a sequence");
+    if (fast == NULL) return NULL;
+    int found = PySequence_Fast_GET_SIZE(fast) == self->count;
+    for (Py_ssize_t i = 0; found == 1 && i < self->count; ++i)
+        found = has_layout(PySequence_Fast_GET_ITEM(fast, i), self->layouts[i]);
+    Py_DECREF(fast);
+    if (found < 0) return NULL;
+    return PyBool_FromLong(found);
+}
+
+static PyMethodDef layout_methods[] = {
+    {"same", (PyCFunction)layout_same, METH_O,
+     "same(objects): whether objects have the layouts the Layout was made of."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LayoutType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Layout",
+    .tp_basicsize = sizeof(Layout),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Layout(objects): their layouts (see the module's source); holds no object.",
+    .tp_new = layout_new,
+    .tp_dealloc = (destructor)layout_dealloc,
+    .tp_methods = layout_methods,
+};
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t count;
+    PyObject **held;    /* per argument: a weak reference, or the value itself */
+    PyObject **layouts; /* per argument: its layout then, or NULL */
+    void (*step)(void);
+} Again;
+
+static void again_dealloc(Again *self) {
+    for (Py_ssize_t i = 0; i < self->count; ++i) Py_XDECREF(self->held[i]);
     PyMem_Free(self->held);
-    PyMem_Free(self->shapes);
+    free_layouts(self->layouts, self->count);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -114,13 +251,17 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (self == NULL) return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(arguments);
     self->held = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
-    self->shapes = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
-    if (self->held == NULL || self->shapes == NULL) {
+    if (self->held == NULL) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
     self->count = n;
     self->step = (void (*)(void))step;
+    self->layouts = layouts_of(&PyTuple_GET_ITEM(arguments, 0), n);
+    if (self->layouts == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < n; ++i) {
         PyObject *arg = PyTuple_GET_ITEM(arguments, i);
         PyObject *ref = PyWeakref_NewRef(arg, NULL);
@@ -133,14 +274,11 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             ref = Py_NewRef(arg);
         }
         self->held[i] = ref;
-        PyObject *shape = PyObject_GetAttr(arg, shape_name);
-        if (shape == NULL) PyErr_Clear();
-        self->shapes[i] = shape;
     }
     return (PyObject *)self;
 }
 
-/* 1 if `args` are the held arguments, alive and of their shapes then; 0 if not; -1 on error. */
+/* 1 if `args` are the held arguments, alive and of their layouts then; 0 if not; -1 on error. */
 static int same(Again *self, PyObject *args) {
     if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
     for (Py_ssize_t i = 0; i < self->count; ++i) {
@@ -157,13 +295,8 @@ static int same(Again *self, PyObject *args) {
         } else if (held != arg) {
             return 0;
         }
-        if (self->shapes[i] != NULL) {
-            PyObject *shape = PyObject_GetAttr(arg, shape_name);
-            if (shape == NULL) return -1;
-            int equal = PyObject_RichCompareBool(shape, self->shapes[i], Py_EQ);
-            Py_DECREF(shape);
-            if (equal != 1) return equal;
-        }
+        int equal = has_layout(arg, self->layouts[i]);
+        if (equal != 1) return equal;
     }
     return 1;
 }
@@ -189,7 +322,7 @@ static PyObject *again_call(Again *self, PyObject *args, PyObject *kwargs) {
 
 static PyMethodDef again_methods[] = {
     {"same", (PyCFunction)again_same, METH_O,
-     "same(args): whether args are the held arguments, alive and of their shapes then."},
+     "same(args): whether args are the held arguments, alive and of their layouts then."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -216,10 +349,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     shape_name = PyUnicode_InternFromString("shape");
-    if (shape_name == NULL || PyType_Ready(&AgainType) < 0) return NULL;
+    if (shape_name == NULL || PyType_Ready(&LayoutType) < 0 || PyType_Ready(&AgainType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0) {
+    if (PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0 ||
+        PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

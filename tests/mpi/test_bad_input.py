@@ -237,6 +237,15 @@ def test_read_only_after_an_exchange_is_still_caught(cartesian):
         ex.exchange(field)
 
 
+def test_reshaped_after_an_exchange_is_still_caught(cartesian):
+    d, ex = cartesian
+    field = np.zeros(d.allocated_shape)
+    ex.exchange(field)
+    field.shape = field.shape[::-1]  # the same object and memory
+    with pytest.raises(gh.FieldError, match="needs its first 3 axes"):
+        ex.exchange(field)
+
+
 def wrong_blocks(d):
     """Blocks the runtime exchange refuses: owned cells only, transposed, one row too many."""
     owned_only = d.owned_shape

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gt4py_halo import profiling
+from gt4py_halo import _native, profiling
 from gt4py_halo.config import backend_and_source
 from gt4py_halo.decomposition.plan import FieldSpec, signature
 from gt4py_halo.errors import FieldError
@@ -86,7 +86,7 @@ class _Exchanger:
             self._agreement.next_call()
         arrays = [f if type(f) is np.ndarray else as_array(f, i) for i, f in enumerate(fields)]
         cached = self._prepared.get(dim, fields)
-        if cached is None or not _still_writeable(arrays):
+        if cached is None or not cached[4].same(arrays):
             cached = self._prepare(fields, arrays, dim)
         elif self._agreement is not None and self._agreement.last.get(dim) != cached[3]:
             self._agreement.check(dim, cached[2], cached[3])
@@ -105,11 +105,12 @@ class _Exchanger:
 
     def _prepare(
         self, fields: tuple[Any, ...], arrays: list[Any], dim: str | None
-    ) -> tuple[Any, Any, tuple[FieldSpec, ...], int]:
+    ) -> tuple[Any, Any, tuple[FieldSpec, ...], int, _native.Layout]:
         """Check ``fields`` against the plan of ``dim`` and have the transport prepare their
         exchange; with what a slow wait for their messages does (``Agreement.waiting``), if
-        anything, their specs and kind. Kept for the same field objects where the transport
-        allows."""
+        anything, their specs, kind and arrays' layouts. Kept for the same field objects where
+        the transport allows, while their arrays keep those layouts: an array reshaped
+        or made read-only in place is checked and bound again."""
         _check_libraries(arrays)
         plan = self.decomposition.plan(dim)
         specs = specs_of(plan, arrays)
@@ -119,9 +120,10 @@ class _Exchanger:
             self._agreement.check(dim, specs, kind)
             waiting = partial(self._agreement.waiting, dim, specs)
         prepared = self._transport.prepare(plan, arrays, specs)
+        checked = (prepared, waiting, specs, kind, _native.Layout(arrays))
         if prepared.reusable:
-            self._prepared.put(dim, fields, (prepared, waiting, specs, kind))
-        return prepared, waiting, specs, kind
+            self._prepared.put(dim, fields, checked)
+        return checked
 
 
 class _CompiledCall:
@@ -218,14 +220,6 @@ class ExchangeHandle:
                 pending.wait(self._waiting)
             if rec and self._described is not None:
                 rec.event("finish", t, self._described)
-
-
-def _still_writeable(arrays: list[Any]) -> bool:
-    """Checked fields stay valid unless made read-only since (the one in-place change)."""
-    for a in arrays:
-        if isinstance(a, np.ndarray) and not a.flags.writeable:
-            return False
-    return True
 
 
 def _check_libraries(arrays: list[Any]) -> None:
