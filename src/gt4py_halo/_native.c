@@ -25,7 +25,16 @@
    run again when the next call passes the same objects of the same layouts: a model's steady
    state, where the Python checks of that cost more than a small exchange. It holds the
    arguments weakly where they allow it (a step never keeps a user's field alive), others
-   (scalars) as they are. */
+   (scalars) as they are.
+
+   4. Persistent(...): the persistent MPI requests of a message set (gt4py_halo/transports/
+   mpi/runtime.py), started and completed with the copies between them in one call per phase:
+   on a small halo the Python calls around MPI (mpi4py's, the copies', the checks of what
+   arrived) cost more than the messages. It calls the MPI that mpi4py loaded, through function
+   addresses and handle values mpi4py gives (no MPI header here: handles are opaque bytes of
+   the sizes mpi4py reports, and MPI_Datatype is passed as an int or a pointer by its size).
+   Persistent requests keep their handles while started and completed, so mpi4py's Request
+   objects and this copy of their handles stay interchangeable. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -338,6 +347,215 @@ static PyTypeObject AgainType = {
     .tp_methods = again_methods,
 };
 
+typedef int (*startall_f)(int, void *);
+typedef int (*waitall_f)(int, void *, void *);
+typedef int (*count_int_f)(const void *, int, int *);
+typedef int (*count_ptr_f)(const void *, void *, int *);
+
+typedef struct {
+    PyObject_HEAD
+    startall_f startall;
+    waitall_f waitall;
+    void *get_count;
+    int datatype_is_int; /* MPI_Datatype an int (MPICH's ABI), else a pointer */
+    intptr_t byte;       /* MPI_BYTE's handle */
+    int nrecv, nsend;
+    Py_ssize_t status_size;
+    char *recv, *send;   /* the requests' handles, contiguous as MPI_Startall takes them */
+    char *statuses;      /* one per receive (and per send: room for the larger count) */
+    int64_t *expected;   /* per receive: the message's bytes */
+    char **trailers;     /* per receive: where its fields' signature lands, or NULL */
+    uint64_t signature;
+} Persistent;
+
+static void persistent_dealloc(Persistent *self) {
+    PyMem_Free(self->recv);
+    PyMem_Free(self->send);
+    PyMem_Free(self->statuses);
+    PyMem_Free(self->expected);
+    PyMem_Free(self->trailers);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static void *copy_of(const Py_buffer *view) {
+    void *copy = PyMem_Malloc(view->len ? (size_t)view->len : 1);
+    if (copy != NULL) memcpy(copy, view->buf, (size_t)view->len);
+    return copy;
+}
+
+static PyObject *persistent_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    unsigned long long startall, waitall, get_count, byte, signature;
+    Py_ssize_t request_size, status_size, datatype_size;
+    Py_buffer recv, send, expected, trailers;
+    if (!PyArg_ParseTuple(args, "(KKK)(nnn)Ky*y*y*y*K", &startall, &waitall, &get_count,
+                          &request_size, &status_size, &datatype_size, &byte, &recv, &send,
+                          &expected, &trailers, &signature))
+        return NULL;
+    Persistent *self = NULL;
+    Py_ssize_t nrecv = request_size > 0 ? recv.len / request_size : -1;
+    if (request_size <= 0 || status_size <= 0 || recv.len % request_size ||
+        send.len % request_size || expected.len != nrecv * 8 ||
+        trailers.len != nrecv * (Py_ssize_t)sizeof(char *) ||
+        (datatype_size != sizeof(int) && datatype_size != sizeof(void *)) || !startall ||
+        !waitall || !get_count) {
+        PyErr_SetString(PyExc_ValueError, "gt4py_halo: malformed persistent requests");
+        goto done;
+    }
+    self = (Persistent *)type->tp_alloc(type, 0);
+    if (self == NULL) goto done;
+    self->startall = (startall_f)(uintptr_t)startall;
+    self->waitall = (waitall_f)(uintptr_t)waitall;
+    self->get_count = (void *)(uintptr_t)get_count;
+    self->datatype_is_int = datatype_size == sizeof(int) && sizeof(int) != sizeof(void *);
+    self->byte = (intptr_t)byte;
+    self->nrecv = (int)nrecv;
+    self->nsend = (int)(send.len / request_size);
+    self->status_size = status_size;
+    int most = self->nrecv > self->nsend ? self->nrecv : self->nsend;
+    self->recv = copy_of(&recv);
+    self->send = copy_of(&send);
+    self->expected = copy_of(&expected);
+    self->trailers = copy_of(&trailers);
+    self->statuses = PyMem_Calloc(most ? (size_t)most : 1, (size_t)status_size);
+    self->signature = signature;
+    if (!self->recv || !self->send || !self->expected || !self->trailers || !self->statuses) {
+        Py_CLEAR(self);
+        PyErr_NoMemory();
+    }
+done:
+    PyBuffer_Release(&recv);
+    PyBuffer_Release(&send);
+    PyBuffer_Release(&expected);
+    PyBuffer_Release(&trailers);
+    return (PyObject *)self;
+}
+
+static int startall(Persistent *self, int count, char *requests) {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = count ? self->startall(count, requests) : 0;
+    Py_END_ALLOW_THREADS
+    return rc;
+}
+
+static int waitall(Persistent *self, int count, char *requests) {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = count ? self->waitall(count, requests, self->statuses) : 0;
+    Py_END_ALLOW_THREADS
+    return rc;
+}
+
+/* Calls each of `copies` (a list of callables); -1 if one raised. */
+static int call_each(PyObject *copies) {
+    if (!PyList_Check(copies)) {
+        PyErr_SetString(PyExc_TypeError, "gt4py_halo: copies must be a list");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copies); ++i) {
+        PyObject *done = PyObject_CallNoArgs(PyList_GET_ITEM(copies, i));
+        if (done == NULL) return -1;
+        Py_DECREF(done);
+    }
+    return 0;
+}
+
+/* Waits for the receives: MPI's error code, else -1 if a message is not of the expected size
+   or signature, else 0. */
+static int wait_receives(Persistent *self) {
+    int rc = waitall(self, self->nrecv, self->recv);
+    if (rc) return rc;
+    for (int i = 0; i < self->nrecv; ++i) {
+        const char *status = self->statuses + i * self->status_size;
+        int count = -1;
+        rc = self->datatype_is_int
+                 ? ((count_int_f)self->get_count)(status, (int)self->byte, &count)
+                 : ((count_ptr_f)self->get_count)(status, (void *)self->byte, &count);
+        if (rc) return rc;
+        if (count != self->expected[i]) return -1;
+        uint64_t signature;
+        if (self->trailers[i] == NULL) continue;
+        memcpy(&signature, self->trailers[i], sizeof signature); /* (maybe unaligned) */
+        if (signature != self->signature) return -1;
+    }
+    return 0;
+}
+
+static PyObject *persistent_start(Persistent *self, PyObject *args) {
+    PyObject *pack, *local;
+    if (!PyArg_ParseTuple(args, "OO", &pack, &local)) return NULL;
+    int rc = startall(self, self->nrecv, self->recv);
+    if (rc == 0) {
+        if (call_each(pack) < 0) return NULL;
+        rc = startall(self, self->nsend, self->send);
+    }
+    if (rc == 0 && call_each(local) < 0) return NULL;
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *persistent_finish(Persistent *self, PyObject *unpack) {
+    int rc = wait_receives(self);
+    if (rc == 0 && call_each(unpack) < 0) return NULL;
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *persistent_post_receives(Persistent *self, PyObject *unused) {
+    return PyLong_FromLong(startall(self, self->nrecv, self->recv));
+}
+
+static PyObject *persistent_post_sends(Persistent *self, PyObject *unused) {
+    return PyLong_FromLong(startall(self, self->nsend, self->send));
+}
+
+static PyObject *persistent_wait_receives(Persistent *self, PyObject *unused) {
+    return PyLong_FromLong(wait_receives(self));
+}
+
+static PyObject *persistent_wait_sends(Persistent *self, PyObject *unused) {
+    return PyLong_FromLong(waitall(self, self->nsend, self->send));
+}
+
+static PyObject *persistent_status(Persistent *self, PyObject *index) {
+    Py_ssize_t i = PyLong_AsSsize_t(index);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    if (i < 0 || i >= self->nrecv) {
+        PyErr_SetString(PyExc_IndexError, "gt4py_halo: no such receive");
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize(self->statuses + i * self->status_size, self->status_size);
+}
+
+static PyMethodDef persistent_methods[] = {
+    {"start", (PyCFunction)persistent_start, METH_VARARGS,
+     "start(pack, local): start the receives, call the pack copies, start the sends, call "
+     "the local copies; MPI's error code, or 0."},
+    {"finish", (PyCFunction)persistent_finish, METH_O,
+     "finish(unpack): wait_receives(); if it gave 0, call the unpack copies; its code."},
+    {"post_receives", (PyCFunction)persistent_post_receives, METH_NOARGS,
+     "Start the receives: MPI's error code, or 0."},
+    {"post_sends", (PyCFunction)persistent_post_sends, METH_NOARGS,
+     "Start the sends: MPI's error code, or 0."},
+    {"wait_receives", (PyCFunction)persistent_wait_receives, METH_NOARGS,
+     "Wait for the receives: MPI's error code; else -1 if a message is not of the expected "
+     "size or (where given) signature; else 0."},
+    {"wait_sends", (PyCFunction)persistent_wait_sends, METH_NOARGS,
+     "Wait for the sends: MPI's error code, or 0."},
+    {"status", (PyCFunction)persistent_status, METH_O,
+     "status(i): the bytes of receive i's MPI_Status after the last wait."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PersistentType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Persistent",
+    .tp_basicsize = sizeof(Persistent),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Persistent((startall, waitall, get_count), (request, status, datatype sizes), "
+              "byte, receives, sends, expected, trailers, signature): see the module's source.",
+    .tp_new = persistent_new,
+    .tp_dealloc = (destructor)persistent_dealloc,
+    .tp_methods = persistent_methods,
+};
+
 static PyMethodDef methods[] = {
     {"run", run, METH_O, "Run a program of block copies (see the module's source)."},
     {NULL, NULL, 0, NULL},
@@ -349,12 +567,14 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     shape_name = PyUnicode_InternFromString("shape");
-    if (shape_name == NULL || PyType_Ready(&LayoutType) < 0 || PyType_Ready(&AgainType) < 0)
+    if (shape_name == NULL || PyType_Ready(&LayoutType) < 0 || PyType_Ready(&AgainType) < 0 ||
+        PyType_Ready(&PersistentType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0 ||
-        PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0) {
+        PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0 ||
+        PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -13,6 +13,7 @@ allocated once, like the device buffers.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import weakref
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from gt4py_halo import profiling
+from gt4py_halo import _native, profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import RanksDisagreeError
 from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets, Slots
@@ -45,7 +46,13 @@ class _Wire:
 
 class MessageSet:
     """Persistent requests over the buffers of exchanging one field signature with a plan
-    (``Messages``): one per neighbour rank each way."""
+    (``Messages``): one per neighbour rank each way.
+
+    An exchange's phases run in C (``_native.Persistent``): starting the receives, packing,
+    starting the sends and the copies to this rank's own halo in one call; waiting for the
+    receives, checking what arrived and unpacking in another; on a small halo the Python calls
+    around MPI cost more than the messages. mpi4py's requests share their handles: they test,
+    free, and diagnose a message that was not as expected."""
 
     def __init__(
         self,
@@ -58,9 +65,14 @@ class MessageSet:
         staged = xp is not np and not _cuda_aware()
         self._signature = signature(specs)
         self._messages = Messages(plan, specs, xp, self._signature)
-        self._staged = staged
         self._send_wires = [_Wire(buffer, staged) for _, buffer in self._messages.sends]
         self._recv_wires = [_Wire(buffer, staged) for _, buffer in self._messages.recvs]
+        # the copies to and from host mirrors of device buffers, after packing, before unpacking
+        self._staging = (
+            ([w.to_wire for w in self._send_wires], [w.from_wire for w in self._recv_wires])
+            if staged
+            else None
+        )
         self._send_requests = [
             comm.Send_init(wire.memory, peer, tag)
             for (peer, _), wire in zip(self._messages.sends, self._send_wires)
@@ -78,10 +90,19 @@ class MessageSet:
             else None
             for wire in self._recv_wires
         ]
+        self._requests = _native.Persistent(
+            *_mpi(),
+            _handles(self._recv_requests),
+            _handles(self._send_requests),
+            np.array([wire.memory.nbytes for wire in self._recv_wires], np.int64).tobytes(),
+            np.array(
+                [0 if t is None else ctypes.addressof(t) for t in self._trailers], np.uintp
+            ).tobytes(),
+            self._signature_value,
+        )
         # what a profile records of the messages (profiling.py): made once, with the buffers
         self._sent = _traffic("sends", self._messages.sends)
         self._received = _traffic("receives", self._messages.recvs)
-        self._statuses = [MPI.Status() for _ in self._recv_requests]
         self._unpack: list = []  # the copies of the exchange in flight
         # a persistent request holds its communicator: freed with the message set, or the
         # decomposition's communicator is never released
@@ -90,31 +111,30 @@ class MessageSet:
     def start(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
         """Post the exchange of ``arrays``; ``kept``: the copies bound to these arrays, by
         message set, of the caller's (a prepared exchange: one field set)."""
-        rec = profiling.recorder
-        t = rec.now() if rec else 0.0
         bound = kept.get(self)
         if bound is None:
             bound, unowned = self._messages.bind(arrays)
+            if self._staging is not None:
+                to_wire, from_wire = self._staging
+                bound = (bound[0] + to_wire, from_wire + bound[1], bound[2])
             if unowned:  # no reference to the fields: kept while the caller is
                 kept[self] = bound
         pack, self._unpack, local = bound
-        MPI.Prequest.Startall(self._recv_requests)
-        if rec:
-            t = rec.event("post", t, self._received)
+        rec = profiling.recorder
+        if not rec:
+            _raise_on(self._requests.start(pack, local))
+            return
+        t = rec.now()
+        _raise_on(self._requests.post_receives())
+        t = rec.event("post", t, self._received)
         for copy in pack:
             copy()
-        if self._staged:
-            for wire in self._send_wires:
-                wire.to_wire()
-        if rec:
-            t = rec.event("pack", t, self._sent)
-        MPI.Prequest.Startall(self._send_requests)
-        if rec:
-            t = rec.event("post", t, self._sent)
+        t = rec.event("pack", t, self._sent)
+        _raise_on(self._requests.post_sends())
+        t = rec.event("post", t, self._sent)
         for copy in local:
             copy()
-        if rec:
-            rec.event("self-copies", t, {"copies": len(local)})
+        rec.event("self-copies", t, {"copies": len(local)})
 
     def test(self) -> bool:
         return MPI.Request.Testall(self._recv_requests + self._send_requests)
@@ -123,60 +143,55 @@ class MessageSet:
         """Wait, then unpack; unless a message's size or signature is not what this rank's
         fields need (the ranks exchange fields of different dtypes or levels): then nothing
         is unpacked and a ``RanksDisagreeError`` names the senders."""
+        unpack, self._unpack = self._unpack, []  # copies over CuPy fields hold them
         rec = profiling.recorder
-        t = rec.now() if rec else 0.0
-        truncated = False
-        try:
-            MPI.Request.Waitall(self._recv_requests, self._statuses)
-        except MPI.Exception:  # a longer message: MPI truncated it and says so in its status
-            truncated = True
-            for request, status in zip(self._recv_requests, self._statuses):
-                if status.Get_error() == MPI.ERR_PENDING:
-                    try:
-                        request.Wait(status)
-                        status.Set_error(MPI.SUCCESS)
-                    except MPI.Exception as error:
-                        status.Set_error(error.Get_error_code())
-        wrong = []
-        if truncated or not self._as_expected():
-            wrong = [
-                problem
-                for peer, status, wire, trailer in zip(
-                    self._peers, self._statuses, self._recv_wires, self._trailers
-                )
-                if (problem := self._problem(peer, status, wire.memory, trailer, truncated))
-            ]
-        unpack, self._unpack = self._unpack, ()  # copies over CuPy fields hold them
-        if rec:
-            t = rec.event("wait", t, self._received)
-        if not wrong:
-            if self._staged:
-                for wire in self._recv_wires:
-                    wire.from_wire()
-            for copy in unpack:
-                copy()
-        if rec:
-            t = rec.event("unpack", t, self._received)
-        MPI.Request.Waitall(self._send_requests)
-        if rec:
-            rec.event("wait", t, self._sent)
-        if wrong:
-            raise RanksDisagreeError(
-                "halos not written: "
-                + "; ".join(wrong)
-                + ": the ranks exchange fields of different dtypes or levels in this call"
-            )
+        if not rec:
+            code = self._requests.finish(unpack)
+            if code:
+                self._not_as_expected(code)
+            _raise_on(self._requests.wait_sends())
+            return
+        t = rec.now()
+        code = self._requests.wait_receives()
+        t = rec.event("wait", t, self._received)
+        if code:
+            self._not_as_expected(code)
+        for copy in unpack:
+            copy()
+        t = rec.event("unpack", t, self._received)
+        _raise_on(self._requests.wait_sends())
+        rec.event("wait", t, self._sent)
 
-    def _as_expected(self) -> bool:
-        """Whether every message received has the size and signature expected: the usual
-        case, tested at the least cost per message."""
-        byte, signature = MPI.BYTE, self._signature_value
-        for status, wire, trailer in zip(self._statuses, self._recv_wires, self._trailers):
-            if status.Get_count(byte) != wire.memory.nbytes:
-                return False
-            if trailer is not None and trailer.value != signature:
-                return False
-        return True
+    def _not_as_expected(self, code: int) -> None:
+        """Raise for the messages received not as expected (``code``: MPI's error code, a
+        longer message truncated; -1: another size or signature), once every request is
+        complete."""
+        statuses = []
+        for i, request in enumerate(self._recv_requests):
+            status = MPI.Status()
+            ctypes.memmove(MPI._addressof(status), self._requests.status(i), MPI._sizeof(status))
+            if code > 0 and status.Get_error() == MPI.ERR_PENDING:
+                try:
+                    request.Wait(status)
+                    status.Set_error(MPI.SUCCESS)
+                except MPI.Exception as error:
+                    status.Set_error(error.Get_error_code())
+            statuses.append(status)
+        MPI.Request.Waitall(self._send_requests)
+        wrong = [
+            problem
+            for peer, status, wire, trailer in zip(
+                self._peers, statuses, self._recv_wires, self._trailers
+            )
+            if (problem := self._problem(peer, status, wire.memory, trailer, code > 0))
+        ]
+        if not wrong:
+            raise MPI.Exception(code)
+        raise RanksDisagreeError(
+            "halos not written: "
+            + "; ".join(wrong)
+            + ": the ranks exchange fields of different dtypes or levels in this call"
+        )
 
     def _problem(
         self,
@@ -271,6 +286,31 @@ class PendingMpiExchange:
 def _traffic(kind: str, messages: Sequence[tuple[int, MessageBuffer]]) -> dict:
     """A phase's messages, as a profile records them."""
     return {kind: {f"rank {peer}": f"{buffer.nbytes} B" for peer, buffer in messages}}
+
+
+def _raise_on(code: int) -> None:
+    """mpi4py's error for MPI's error ``code``, as mpi4py's calls raise it."""
+    if code:
+        raise MPI.Exception(code)
+
+
+@functools.cache
+def _mpi() -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    """What ``_native.Persistent`` calls: the addresses of ``MPI_Startall``, ``MPI_Waitall``
+    and ``MPI_Get_count`` in the MPI library mpi4py loaded, the sizes of its request, status
+    and datatype handles, and ``MPI_BYTE``'s handle."""
+    library = ctypes.CDLL(MPI.__file__)  # loaded already: its symbols and its MPI's
+    functions = ("MPI_Startall", "MPI_Waitall", "MPI_Get_count")
+    addresses = [ctypes.cast(getattr(library, f), ctypes.c_void_p).value for f in functions]
+    sizes = (MPI._sizeof(MPI.Request), MPI._sizeof(MPI.Status), MPI._sizeof(MPI.Datatype))
+    return (addresses[0], addresses[1], addresses[2]), sizes, MPI._handleof(MPI.BYTE)
+
+
+def _handles(requests: Sequence[MPI.Request]) -> bytes:
+    """The requests' handles, contiguous as ``MPI_Startall`` takes them."""
+    size = MPI._sizeof(MPI.Request)
+    mask = (1 << 8 * size) - 1
+    return b"".join((MPI._handleof(r) & mask).to_bytes(size, sys.byteorder) for r in requests)
 
 
 def _free_requests(requests: list[MPI.Prequest]) -> None:
