@@ -366,6 +366,7 @@ typedef struct {
     int64_t *expected;   /* per receive: the message's bytes */
     char **trailers;     /* per receive: where its fields' signature lands, or NULL */
     uint64_t signature;
+    PyObject *error; /* raised with MPI's error code: mpi4py's MPI.Exception */
 } Persistent;
 
 static void persistent_dealloc(Persistent *self) {
@@ -374,6 +375,7 @@ static void persistent_dealloc(Persistent *self) {
     PyMem_Free(self->statuses);
     PyMem_Free(self->expected);
     PyMem_Free(self->trailers);
+    Py_XDECREF(self->error);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -387,9 +389,10 @@ static PyObject *persistent_new(PyTypeObject *type, PyObject *args, PyObject *kw
     unsigned long long startall, waitall, get_count, byte, signature;
     Py_ssize_t request_size, status_size, datatype_size;
     Py_buffer recv, send, expected, trailers;
-    if (!PyArg_ParseTuple(args, "(KKK)(nnn)Ky*y*y*y*K", &startall, &waitall, &get_count,
-                          &request_size, &status_size, &datatype_size, &byte, &recv, &send,
-                          &expected, &trailers, &signature))
+    PyObject *error;
+    if (!PyArg_ParseTuple(args, "(KKK)(nnn)KOy*y*y*y*K", &startall, &waitall, &get_count,
+                          &request_size, &status_size, &datatype_size, &byte, &error, &recv,
+                          &send, &expected, &trailers, &signature))
         return NULL;
     Persistent *self = NULL;
     Py_ssize_t nrecv = request_size > 0 ? recv.len / request_size : -1;
@@ -418,6 +421,7 @@ static PyObject *persistent_new(PyTypeObject *type, PyObject *args, PyObject *kw
     self->trailers = copy_of(&trailers);
     self->statuses = PyMem_Calloc(most ? (size_t)most : 1, (size_t)status_size);
     self->signature = signature;
+    self->error = Py_NewRef(error);
     if (!self->recv || !self->send || !self->expected || !self->trailers || !self->statuses) {
         Py_CLEAR(self);
         PyErr_NoMemory();
@@ -430,12 +434,23 @@ done:
     return (PyObject *)self;
 }
 
+/* Raises the MPI error `rc` as mpi4py does; 0 if there is none. */
+static int raised(Persistent *self, int rc) {
+    if (rc == 0) return 0;
+    PyObject *code = PyLong_FromLong(rc);
+    if (code != NULL) {
+        PyErr_SetObject(self->error, code);
+        Py_DECREF(code);
+    }
+    return -1;
+}
+
 static int startall(Persistent *self, int count, char *requests) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = count ? self->startall(count, requests) : 0;
     Py_END_ALLOW_THREADS
-    return rc;
+    return raised(self, rc);
 }
 
 static int waitall(Persistent *self, int count, char *requests) {
@@ -484,13 +499,10 @@ static int wait_receives(Persistent *self) {
 static PyObject *persistent_start(Persistent *self, PyObject *args) {
     PyObject *pack, *local;
     if (!PyArg_ParseTuple(args, "OO", &pack, &local)) return NULL;
-    int rc = startall(self, self->nrecv, self->recv);
-    if (rc == 0) {
-        if (call_each(pack) < 0) return NULL;
-        rc = startall(self, self->nsend, self->send);
-    }
-    if (rc == 0 && call_each(local) < 0) return NULL;
-    return PyLong_FromLong(rc);
+    if (startall(self, self->nrecv, self->recv) < 0 || call_each(pack) < 0 ||
+        startall(self, self->nsend, self->send) < 0 || call_each(local) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *persistent_finish(Persistent *self, PyObject *unpack) {
@@ -500,11 +512,13 @@ static PyObject *persistent_finish(Persistent *self, PyObject *unpack) {
 }
 
 static PyObject *persistent_post_receives(Persistent *self, PyObject *unused) {
-    return PyLong_FromLong(startall(self, self->nrecv, self->recv));
+    if (startall(self, self->nrecv, self->recv) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *persistent_post_sends(Persistent *self, PyObject *unused) {
-    return PyLong_FromLong(startall(self, self->nsend, self->send));
+    if (startall(self, self->nsend, self->send) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *persistent_wait_receives(Persistent *self, PyObject *unused) {
@@ -512,7 +526,8 @@ static PyObject *persistent_wait_receives(Persistent *self, PyObject *unused) {
 }
 
 static PyObject *persistent_wait_sends(Persistent *self, PyObject *unused) {
-    return PyLong_FromLong(waitall(self, self->nsend, self->send));
+    if (raised(self, waitall(self, self->nsend, self->send)) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *persistent_status(Persistent *self, PyObject *index) {
@@ -528,18 +543,18 @@ static PyObject *persistent_status(Persistent *self, PyObject *index) {
 static PyMethodDef persistent_methods[] = {
     {"start", (PyCFunction)persistent_start, METH_VARARGS,
      "start(pack, local): start the receives, call the pack copies, start the sends, call "
-     "the local copies; MPI's error code, or 0."},
+     "the local copies."},
     {"finish", (PyCFunction)persistent_finish, METH_O,
      "finish(unpack): wait_receives(); if it gave 0, call the unpack copies; its code."},
     {"post_receives", (PyCFunction)persistent_post_receives, METH_NOARGS,
-     "Start the receives: MPI's error code, or 0."},
+     "Start the receives."},
     {"post_sends", (PyCFunction)persistent_post_sends, METH_NOARGS,
-     "Start the sends: MPI's error code, or 0."},
+     "Start the sends."},
     {"wait_receives", (PyCFunction)persistent_wait_receives, METH_NOARGS,
      "Wait for the receives: MPI's error code; else -1 if a message is not of the expected "
      "size or (where given) signature; else 0."},
     {"wait_sends", (PyCFunction)persistent_wait_sends, METH_NOARGS,
-     "Wait for the sends: MPI's error code, or 0."},
+     "Wait for the sends."},
     {"status", (PyCFunction)persistent_status, METH_O,
      "status(i): the bytes of receive i's MPI_Status after the last wait."},
     {NULL, NULL, 0, NULL},
@@ -550,14 +565,42 @@ static PyTypeObject PersistentType = {
     .tp_basicsize = sizeof(Persistent),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Persistent((startall, waitall, get_count), (request, status, datatype sizes), "
-              "byte, receives, sends, expected, trailers, signature): see the module's source.",
+              "byte, error, receives, sends, expected, trailers, signature): see the module's "
+              "source. MPI's errors raise error(code).",
     .tp_new = persistent_new,
     .tp_dealloc = (destructor)persistent_dealloc,
     .tp_methods = persistent_methods,
 };
 
+/* identities(tag, objects): (tag, id(objects[0]), ...), a key of the objects' identities. */
+static PyObject *identities(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "identities(tag, objects)");
+        return NULL;
+    }
+    PyObject *fast = PySequence_Fast(args[1], "identities(tag, objects): a sequence");
+    if (fast == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject *key = PyTuple_New(n + 1);
+    if (key != NULL) {
+        PyTuple_SET_ITEM(key, 0, Py_NewRef(args[0]));
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            PyObject *id = PyLong_FromVoidPtr(PySequence_Fast_GET_ITEM(fast, i));
+            if (id == NULL) {
+                Py_CLEAR(key);
+                break;
+            }
+            PyTuple_SET_ITEM(key, i + 1, id);
+        }
+    }
+    Py_DECREF(fast);
+    return key;
+}
+
 static PyMethodDef methods[] = {
     {"run", run, METH_O, "Run a program of block copies (see the module's source)."},
+    {"identities", (PyCFunction)(void (*)(void))identities, METH_FASTCALL,
+     "identities(tag, objects): (tag, id(objects[0]), ...): a key of the objects' identities."},
     {NULL, NULL, 0, NULL},
 };
 

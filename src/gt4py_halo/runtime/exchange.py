@@ -74,10 +74,10 @@ class _Exchanger:
         )
         self._compiled_data: Any = None
 
-    def _start(self, fields: tuple[Any, ...], dim: str | None) -> ExchangeHandle:
-        """Post the exchange of ``fields`` and return at once.
+    def _start(self, fields: tuple[Any, ...], dim: str | None) -> tuple[Any, Any, Any]:
+        """Post the exchange of ``fields`` and return at once: what ``_finish`` takes.
 
-        Until ``finish`` the fields' owned cells must not change and their halos must not be
+        Until ``_finish`` the fields' owned cells must not change and their halos must not be
         read. All fields travel together: one message per neighbour.
         """
         rec = profiling.recorder
@@ -90,9 +90,9 @@ class _Exchanger:
             cached = self._prepare(fields, arrays, dim)
         elif self._agreement is not None and self._agreement.last.get(dim) != cached[3]:
             self._agreement.check(dim, cached[2], cached[3])
-        prepared, waiting = cached[:2]
+        prepared, waiting = cached[0], cached[1]
         if not rec:
-            return ExchangeHandle(prepared.start(arrays), waiting)
+            return prepared.start(arrays), waiting, None
         described = {
             "dim": dim,
             "transport": self.backend,
@@ -101,7 +101,7 @@ class _Exchanger:
         t = rec.event("check", t, described)
         pending = prepared.start(arrays)
         rec.event("start", t, described)
-        return ExchangeHandle(pending, waiting, described)
+        return pending, waiting, described
 
     def _prepare(
         self, fields: tuple[Any, ...], arrays: list[Any], dim: str | None
@@ -180,7 +180,7 @@ class BlockingExchange(_CompiledCall):
     """
 
     def __call__(self, *fields: Any, dim: str | None = None) -> None:
-        self._exchanger._start(fields, dim).finish()
+        _finish(*self._exchanger._start(fields, dim))
 
 
 class SplitExchange(_CompiledCall):
@@ -193,13 +193,13 @@ class SplitExchange(_CompiledCall):
     PHASE = "start"
 
     def __call__(self, *fields: Any, dim: str | None = None) -> ExchangeHandle:
-        return self._exchanger._start(fields, dim)
+        return ExchangeHandle(*self._exchanger._start(fields, dim))
 
 
 class ExchangeHandle:
     """A split-phase exchange in flight."""
 
-    def __init__(self, pending: Any, waiting: Any = None, described: dict | None = None) -> None:
+    def __init__(self, pending: Any, waiting: Any, described: dict | None) -> None:
         self._pending = pending
         self._waiting = waiting  # what a slow wait does (``Agreement.waiting``), if anything
         self._described = described  # what a profile records of it (profiling.py)
@@ -212,14 +212,20 @@ class ExchangeHandle:
         """Wait for all messages and write the halos; calling it again does nothing."""
         if self._pending is not None:
             pending, self._pending = self._pending, None
-            rec = profiling.recorder
-            t = rec.now() if rec else 0.0
-            if self._waiting is None:
-                pending.wait()
-            else:
-                pending.wait(self._waiting)
-            if rec and self._described is not None:
-                rec.event("finish", t, self._described)
+            _finish(pending, self._waiting, self._described)
+
+
+def _finish(pending: Any, waiting: Any, described: dict | None) -> None:
+    """Finish an exchange ``_Exchanger._start`` posted: wait for its messages, write the
+    halos."""
+    rec = profiling.recorder
+    t = rec.now() if rec else 0.0
+    if waiting is None:
+        pending.wait()
+    else:
+        pending.wait(waiting)
+    if rec and described is not None:
+        rec.event("finish", t, described)
 
 
 def _check_libraries(arrays: list[Any]) -> None:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from gt4py_halo._native import identities
+
 
 class IdentityCache:
     def __init__(self, size: int) -> None:
@@ -28,7 +30,7 @@ class IdentityCache:
 
     def get(self, tag: Hashable, objects: Sequence[Any]) -> Any:
         """The value stored for exactly these objects (and ``tag``), or ``None``."""
-        return self._entries.get((tag, *[id(o) for o in objects]))
+        return self._entries.get(identities(tag, objects))
 
     def put(self, tag: Hashable, objects: Sequence[Any], value: Any) -> None:
         try:
@@ -38,7 +40,7 @@ class IdentityCache:
                     self._watched.add(id(obj))
         except TypeError:  # not weakly referenceable: not cached
             return
-        self._entries[(tag, *[id(o) for o in objects])] = value
+        self._entries[identities(tag, objects)] = value
         if len(self._entries) > self._size:
             del self._entries[next(iter(self._entries))]
 

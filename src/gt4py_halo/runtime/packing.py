@@ -245,3 +245,7 @@ class Slots:
 
     def release(self, slot: int) -> None:
         self._busy.discard(slot)
+
+    def releaser(self, slot: int) -> Callable[[], None]:
+        """``release(slot)``, as a call that references no message set (a set may hold it)."""
+        return partial(self._busy.discard, slot)

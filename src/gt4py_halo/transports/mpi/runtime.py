@@ -16,7 +16,7 @@ import ctypes
 import functools
 import sys
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -26,7 +26,7 @@ from mpi4py import MPI
 from gt4py_halo import _native, profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import RanksDisagreeError
-from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets, Slots
+from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets
 
 
 class _Wire:
@@ -46,7 +46,9 @@ class _Wire:
 
 class MessageSet:
     """Persistent requests over the buffers of exchanging one field signature with a plan
-    (``Messages``): one per neighbour rank each way.
+    (``Messages``): one per neighbour rank each way; of one slot (``Slots``), whose number
+    is its messages' tag. While an exchange is in flight it is that exchange's pending handle
+    (``test``, ``wait``), holding its fields and slot until ``wait``.
 
     An exchange's phases run in C (``_native.Persistent``): starting the receives, packing,
     starting the sends and the copies to this rank's own halo in one call; waiting for the
@@ -59,10 +61,12 @@ class MessageSet:
         comm: MPI.Comm,
         plan: ExchangePlan,
         specs: Sequence[FieldSpec],
-        tag: int,
         xp: ModuleType,
+        tag: int,
+        release: Callable[[], Any],
     ) -> None:
         staged = xp is not np and not _cuda_aware()
+        self._release = release  # frees its slot
         self._signature = signature(specs)
         self._messages = Messages(plan, specs, xp, self._signature)
         self._send_wires = [_Wire(buffer, staged) for _, buffer in self._messages.sends]
@@ -92,6 +96,7 @@ class MessageSet:
         ]
         self._requests = _native.Persistent(
             *_mpi(),
+            MPI.Exception,
             _handles(self._recv_requests),
             _handles(self._send_requests),
             np.array([wire.memory.nbytes for wire in self._recv_wires], np.int64).tobytes(),
@@ -104,6 +109,7 @@ class MessageSet:
         self._sent = _traffic("sends", self._messages.sends)
         self._received = _traffic("receives", self._messages.recvs)
         self._unpack: list = []  # the copies of the exchange in flight
+        self._arrays: Sequence[Any] = ()  # its fields: the copies' views do not hold them
         # a persistent request holds its communicator: freed with the message set, or the
         # decomposition's communicator is never released
         weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
@@ -120,17 +126,18 @@ class MessageSet:
             if unowned:  # no reference to the fields: kept while the caller is
                 kept[self] = bound
         pack, self._unpack, local = bound
+        self._arrays = arrays
         rec = profiling.recorder
         if not rec:
-            _raise_on(self._requests.start(pack, local))
+            self._requests.start(pack, local)
             return
         t = rec.now()
-        _raise_on(self._requests.post_receives())
+        self._requests.post_receives()
         t = rec.event("post", t, self._received)
         for copy in pack:
             copy()
         t = rec.event("pack", t, self._sent)
-        _raise_on(self._requests.post_sends())
+        self._requests.post_sends()
         t = rec.event("post", t, self._sent)
         for copy in local:
             copy()
@@ -139,17 +146,25 @@ class MessageSet:
     def test(self) -> bool:
         return MPI.Request.Testall(self._recv_requests + self._send_requests)
 
-    def finish(self) -> None:
+    def wait(self) -> None:
         """Wait, then unpack; unless a message's size or signature is not what this rank's
         fields need (the ranks exchange fields of different dtypes or levels): then nothing
-        is unpacked and a ``RanksDisagreeError`` names the senders."""
+        is unpacked and a ``RanksDisagreeError`` names the senders. Either way the set is
+        free for the next exchange after."""
+        try:
+            self._finish()
+        finally:
+            self._arrays = ()
+            self._release()
+
+    def _finish(self) -> None:
         unpack, self._unpack = self._unpack, []  # copies over CuPy fields hold them
         rec = profiling.recorder
         if not rec:
             code = self._requests.finish(unpack)
             if code:
                 self._not_as_expected(code)
-            _raise_on(self._requests.wait_sends())
+            self._requests.wait_sends()
             return
         t = rec.now()
         code = self._requests.wait_receives()
@@ -159,7 +174,7 @@ class MessageSet:
         for copy in unpack:
             copy()
         t = rec.event("unpack", t, self._received)
-        _raise_on(self._requests.wait_sends())
+        self._requests.wait_sends()
         rec.event("wait", t, self._sent)
 
     def _not_as_expected(self, code: int) -> None:
@@ -250,48 +265,21 @@ class PreparedMpiExchange:
         xp: ModuleType,
     ) -> None:
         self._slots = sets.slots(plan, specs, xp.__name__)
-        self._make = lambda slot: MessageSet(comm, plan, specs, plan.message_tag(slot), xp)
+        slots = self._slots  # (the sets it makes reference no prepared exchange: no cycle)
+        self._make = lambda slot: MessageSet(
+            comm, plan, specs, xp, plan.message_tag(slot), slots.releaser(slot)
+        )
         # per message set, the copies bound to this exchange's fields (kept with it: the
         # exchange keeps a prepared exchange per field set, dropped with the fields)
         self._bound: dict[MessageSet, Bound] = {}
 
-    def start(self, arrays: Sequence[Any]) -> PendingMpiExchange:
-        messages, slot = self._slots.start(self._make, arrays, self._bound)
-        return PendingMpiExchange(messages, self._slots, slot, arrays)
-
-
-class PendingMpiExchange:
-    """An MPI exchange in flight; ``finish`` unpacks, and releases its tag slot and fields."""
-
-    __slots__ = ("_arrays", "_messages", "_slot", "_slots")
-
-    def __init__(
-        self, messages: MessageSet, slots: Slots, slot: int, arrays: Sequence[Any]
-    ) -> None:
-        self._messages = messages
-        self._slots, self._slot = slots, slot
-        self._arrays = arrays  # the copies' views do not hold them: alive until unpacked
-
-    def test(self) -> bool:
-        return self._messages.test()
-
-    def wait(self) -> None:
-        try:
-            self._messages.finish()
-        finally:
-            self._slots.release(self._slot)
-            self._arrays = ()
+    def start(self, arrays: Sequence[Any]) -> MessageSet:
+        return self._slots.start(self._make, arrays, self._bound)[0]
 
 
 def _traffic(kind: str, messages: Sequence[tuple[int, MessageBuffer]]) -> dict:
     """A phase's messages, as a profile records them."""
     return {kind: {f"rank {peer}": f"{buffer.nbytes} B" for peer, buffer in messages}}
-
-
-def _raise_on(code: int) -> None:
-    """mpi4py's error for MPI's error ``code``, as mpi4py's calls raise it."""
-    if code:
-        raise MPI.Exception(code)
 
 
 @functools.cache
