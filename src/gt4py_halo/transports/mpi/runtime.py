@@ -151,31 +151,28 @@ class MessageSet:
         fields need (the ranks exchange fields of different dtypes or levels): then nothing
         is unpacked and a ``RanksDisagreeError`` names the senders. Either way the set is
         free for the next exchange after."""
+        unpack, self._unpack = self._unpack, []  # copies over CuPy fields hold them
+        rec = profiling.recorder
         try:
-            self._finish()
+            if not rec:
+                code = self._requests.finish(unpack)
+                if code:
+                    self._not_as_expected(code)
+                self._requests.wait_sends()
+                return
+            t = rec.now()
+            code = self._requests.wait_receives()
+            t = rec.event("wait", t, self._received)
+            if code:
+                self._not_as_expected(code)
+            for copy in unpack:
+                copy()
+            t = rec.event("unpack", t, self._received)
+            self._requests.wait_sends()
+            rec.event("wait", t, self._sent)
         finally:
             self._arrays = ()
             self._release()
-
-    def _finish(self) -> None:
-        unpack, self._unpack = self._unpack, []  # copies over CuPy fields hold them
-        rec = profiling.recorder
-        if not rec:
-            code = self._requests.finish(unpack)
-            if code:
-                self._not_as_expected(code)
-            self._requests.wait_sends()
-            return
-        t = rec.now()
-        code = self._requests.wait_receives()
-        t = rec.event("wait", t, self._received)
-        if code:
-            self._not_as_expected(code)
-        for copy in unpack:
-            copy()
-        t = rec.event("unpack", t, self._received)
-        self._requests.wait_sends()
-        rec.event("wait", t, self._sent)
 
     def _not_as_expected(self, code: int) -> None:
         """Raise for the messages received not as expected (``code``: MPI's error code, a
