@@ -25,7 +25,7 @@ from mpi4py import MPI
 
 from gt4py_halo import _native, profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
-from gt4py_halo.errors import RanksDisagreeError
+from gt4py_halo.errors import BackendUnavailableError, RanksDisagreeError
 from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets
 
 
@@ -233,6 +233,12 @@ class MpiTransport:
     checks_each_message = True
 
     def __init__(self, comm: MPI.Comm) -> None:
+        problems = comm.allgather(_unusable())
+        if any(problems):
+            raise BackendUnavailableError(
+                "the 'mpi' backend cannot run here: "
+                + "; ".join(f"rank {r}: {p}" for r, p in enumerate(problems) if p)
+            )
         self._comm = comm
         self._sets = MessageSets()
 
@@ -289,6 +295,15 @@ def _mpi() -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
     addresses = [ctypes.cast(getattr(library, f), ctypes.c_void_p).value for f in functions]
     sizes = (MPI._sizeof(MPI.Request), MPI._sizeof(MPI.Status), MPI._sizeof(MPI.Datatype))
     return (addresses[0], addresses[1], addresses[2]), sizes, MPI._handleof(MPI.BYTE)
+
+
+def _unusable() -> str | None:
+    """Why ``_native.Persistent`` cannot call this process's MPI, or ``None``."""
+    try:
+        _mpi()
+    except (OSError, AttributeError) as error:
+        return f"MPI's functions not found through mpi4py ({MPI.__file__}): {error}"
+    return None
 
 
 def _handles(requests: Sequence[MPI.Request]) -> bytes:
