@@ -630,3 +630,16 @@ def test_ranks_that_build_different_steps_all_raise(comm):
         (step_a if comm.rank == 0 else step_b)(field)
     step_a(field)  # the ranks go on together
     np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+def test_mpi_functions_not_found_is_an_error_on_every_rank(comm, monkeypatch):
+    """The mpi transport calls the MPI mpi4py loaded from C; where its functions cannot be
+    found on some rank, every rank raises naming that rank, and none waits for it."""
+    from gt4py_halo.transports.mpi import runtime
+
+    last = comm.size - 1
+    if comm.rank == last:
+        monkeypatch.setattr(runtime, "_unusable", lambda: "MPI_Startall not found")
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    with pytest.raises(gh.BackendUnavailableError, match=rf"rank {last}: MPI_Startall not found"):
+        gh.make_exchange(d, backend="mpi")
