@@ -8,10 +8,18 @@
    program is a C-contiguous int64 buffer of records, one per copy,
        source address, destination address, run bytes, dims,
        then per outer dim (outermost first): count, source stride, destination stride (bytes)
-   copying count_0 x ... x count_{dims-1} contiguous runs of `run bytes`. The records are
-   made by gt4py_halo/runtime/packing.py from NumPy views of the same arrays and boxes (their
-   addresses, shapes and strides), so every byte touched lies inside those views; the caller
-   keeps the arrays alive while a program runs.
+   copying count_0 x ... x count_{dims-1} contiguous runs of `run bytes`; or, for an index
+   list (unstructured fields), with dims written as -1 - dims,
+       source address, destination address, run bytes, -1 - dims,
+       count, index address, indexed stride, other stride, scatter,
+       then per outer dim of one entry: count, source stride, destination stride
+   copying for each i < count the block of one entry: from source + index[i] x indexed stride
+   to destination + i x other stride (a gather), or (scatter != 0) from source + i x other
+   stride to destination + index[i] x indexed stride; index: count C-contiguous int64. The
+   records are made by gt4py_halo/runtime/packing.py from NumPy views of the same arrays,
+   boxes and the plan's index lists (their addresses, shapes and strides; indices the plan
+   checked against the fields' shape), so every byte touched lies inside those views; the
+   caller keeps the arrays and index lists alive while a program runs.
 
    2. Layout(objects): the objects' layouts, to tell whether what was checked and bound for
    them still holds (gt4py_halo/runtime/exchange.py). A NumPy array can change in place: be
@@ -65,14 +73,31 @@ static void copy_block(char *dst, const char *src, int64_t run, int64_t dims,
         copy_block(dst + i * dst_stride, src + i * src_stride, run, dims - 1, outer + 3);
 }
 
+/* The words of a record's head: 4, or 9 for an index list (dims < 0: its dims are -1 - dims). */
+static inline int64_t head_words(int64_t dims) { return dims < 0 ? 9 : 4; }
+
 /* Whether `program` is a sequence of whole records. */
 static int well_formed(const int64_t *at, const int64_t *end) {
     while (at + 4 <= end) {
-        const int64_t dims = at[3];
-        if (dims < 0 || dims > MAX_DIMS || 3 * dims > end - at - 4) return 0;
-        at += 4 + 3 * dims;
+        const int64_t head = head_words(at[3]), dims = at[3] < 0 ? -1 - at[3] : at[3];
+        if (dims > MAX_DIMS || head + 3 * dims > end - at) return 0;
+        at += head + 3 * dims;
     }
     return at == end;
+}
+
+static void copy_entries(char *dst, const char *src, int64_t run, int64_t dims,
+                         const int64_t *at) {
+    const int64_t count = at[0], indexed = at[2], other = at[3], scatter = at[4];
+    const int64_t *index = (const int64_t *)(intptr_t)at[1];
+    for (int64_t i = 0; i < count; ++i) {
+        const char *from = scatter ? src + i * other : src + index[i] * indexed;
+        char *to = scatter ? dst + index[i] * indexed : dst + i * other;
+        if (dims == 0)
+            copy_run(to, from, run);
+        else
+            copy_block(to, from, run, dims, at + 5);
+    }
 }
 
 static PyObject *run(PyObject *self, PyObject *program) {
@@ -89,11 +114,16 @@ static PyObject *run(PyObject *self, PyObject *program) {
         const char *src = (const char *)(intptr_t)at[0];
         char *dst = (char *)(intptr_t)at[1];
         const int64_t run = at[2], dims = at[3];
-        if (dims == 0)
-            copy_run(dst, src, run);
-        else
-            copy_block(dst, src, run, dims, at + 4);
-        at += 4 + 3 * dims;
+        if (dims < 0) {
+            copy_entries(dst, src, run, -1 - dims, at + 4);
+            at += 9 + 3 * (-1 - dims);
+        } else {
+            if (dims == 0)
+                copy_run(dst, src, run);
+            else
+                copy_block(dst, src, run, dims, at + 4);
+            at += 4 + 3 * dims;
+        }
     }
     PyBuffer_Release(&view);
     Py_RETURN_NONE;

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gt4py_halo import _native
-from gt4py_halo.decomposition.plan import Box, BoxRegion, FieldSpec
+from gt4py_halo.decomposition.plan import Box, BoxRegion, FieldSpec, IndexRegion
 from gt4py_halo.runtime import packing
 
 # a rank's send region to a neighbour along axis 0 (faces and corners, not mergeable) and its
@@ -72,6 +72,36 @@ def test_one_call_equals_numpy_box_by_box(levels, layout):
     np.testing.assert_array_equal(unpacked_c, unpacked_field)
 
 
+@pytest.mark.parametrize("levels", [(), (3,)], ids=["no levels", "3 levels"])
+@pytest.mark.parametrize(
+    "layout", ["C", "Fortran", "padded", "levels outermost", "negative strides"]
+)
+def test_index_lists_in_one_call_equal_numpy_take_and_assignment(levels, layout):
+    """An unstructured message's host copies, a gather of its cells and a scatter into the
+    halo's, in one call into C: what NumPy's ``take`` and index assignment give, in every
+    layout (cells along axis 0: every layout's first column)."""
+    spec = FieldSpec(np.dtype(np.float64), levels)
+    field = layouts(levels)[layout][:, 0]
+    send = packing.MessageBuffer(IndexRegion(np.array([4, 1, 3, 2])), [spec], np)
+    recv = packing.MessageBuffer(IndexRegion(np.array([5, 0])), [spec], np)
+    recv.data[:] = np.arange(recv.nbytes) % 251
+    blocks, copies = [], []
+    send.pack([field], blocks, copies)
+    recv.unpack([field.copy()], [], copies)  # (its blocks are not run)
+    assert not copies and len(packing.block_copies(blocks, np)) == 1
+    expected = np.take(field, [4, 1, 3, 2], axis=0)
+    for copy in packing.block_copies(blocks, np):
+        copy()
+    np.testing.assert_array_equal(send.data[: expected.nbytes].view(np.float64), expected.ravel())
+    into, blocks = field.copy(), []
+    recv.unpack([into], blocks, copies)
+    for copy in packing.block_copies(blocks, np):
+        copy()
+    numpy = field.copy()
+    numpy[[5, 0]] = recv.data[: 2 * spec.cell_bytes].view(np.float64).reshape((2, *levels))
+    np.testing.assert_array_equal(into, numpy)
+
+
 def test_records_copy_the_longest_contiguous_runs():
     """Axes of one element go, axes contiguous in both views merge into the run, axes that
     step evenly over the next merge: a padded field's rows of a C-ordered box are one run
@@ -89,6 +119,13 @@ def test_records_copy_the_longest_contiguous_runs():
 def test_a_malformed_program_is_refused_before_copying():
     field = np.arange(4.0)
     record = packing._record(np.zeros(4), field)
-    for program in (record[:3], record + [0], [*record[:3], 40, *record[4:]]):
+    entries = packing._entries(np.zeros(2), field, np.array([3, 0]), False)
+    for program in (
+        record[:3],
+        record + [0],
+        [*record[:3], 40, *record[4:]],
+        entries[:8],
+        [*entries[:3], -41, *entries[4:]],
+    ):
         with pytest.raises(ValueError, match="malformed"):
             _native.run(np.array(program, np.int64))

@@ -8,10 +8,10 @@ fields of a call (``Messages.bind``) and, where they hold no reference to the fi
 the caller for the next call with the same fields (the ``mpi`` transport's prepared exchange,
 one per field set: a model exchanges its own state every step), so a repeated exchange only
 runs the copies. Boxes
-(cartesian) are copied as strided blocks: for host fields all of a phase's blocks in one call
-into C (``_native.run``: per box NumPy costs a Python call, more than a small halo's bytes), for
-device fields one ``copyto`` each; index lists (unstructured) with one gather (``take``) or
-scatter per field.
+(cartesian) are copied as strided blocks, index lists (unstructured) entry by entry: for host
+fields all of a phase's blocks and index lists in one call into C (``_native.run``: per box
+NumPy costs a Python call, more than a small halo's bytes), for device fields one ``copyto``
+per box and one gather (``take``) or scatter per field and index list.
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ from gt4py_halo.decomposition.plan import (
 from gt4py_halo.runtime.identity_cache import unowned_view
 
 Copy = Callable[[], Any]
-#: (destination, source) views of one shape and dtype, the copy of a box
-Block = tuple[Any, Any]
+#: (destination, source) views of one shape and dtype, the copy of a box; or for an index
+#: list (destination, source, indices, scatter): destination[i] = source[indices[i]] for each
+#: i, or (scatter) destination[indices[i]] = source[i]
+Block = tuple
 #: The copies of an exchange: packing, unpacking, and from a rank to itself
 Bound = tuple[list[Copy], list[Copy], list[Copy]]
 
@@ -49,8 +51,8 @@ def _region_views(
     region: Region, segment: Any, spec: FieldSpec, xp: ModuleType
 ) -> list[tuple[Any, Any]]:
     """(field index, buffer view) pairs covering ``region`` in message order."""
-    if not isinstance(region, BoxRegion):
-        return [(xp.asarray(region.indices), segment)]
+    if not isinstance(region, BoxRegion):  # (host: as _native.run reads them)
+        return [(xp.ascontiguousarray(xp.asarray(region.indices), dtype=xp.int64), segment)]
     views, start = [], 0
     for box in region.coalesced():
         view = segment[start : start + box.size].reshape(box.shape + spec.level_shape)
@@ -60,10 +62,11 @@ def _region_views(
 
 
 def block_copies(blocks: Sequence[Block], xp: ModuleType) -> list[Copy]:
-    """The copies of ``blocks``: host ones in one call, device ones one ``copyto`` each."""
+    """The copies of ``blocks``: host ones in one call, device ones (boxes only) one
+    ``copyto`` each."""
     if xp is not np:
         return [partial(xp.copyto, dst, src) for dst, src in blocks]
-    program = [word for dst, src in blocks for word in _record(dst, src)]
+    program = [word for b in blocks for word in (_record(*b) if len(b) == 2 else _entries(*b))]
     return [partial(_native.run, np.array(program, np.int64))] if program else []
 
 
@@ -88,6 +91,30 @@ def _record(dst: np.ndarray, src: np.ndarray) -> list[int]:
     return [*address, run, len(outer), *[x for axis in outer for x in axis]]
 
 
+def _entries(dst: np.ndarray, src: np.ndarray, indices: np.ndarray, scatter: bool) -> list[int]:
+    """The ``_native.run`` record copying entries (a cell and its levels) by ``indices``:
+    ``dst[i] = src[indices[i]]``, or (``scatter``) ``dst[indices[i]] = src[i]``: the
+    arrays' addresses, the record of one entry's copy, the indices' address and the strides
+    between entries."""
+    if indices.size == 0 or dst[:1].size == 0:
+        return []
+    k = int(indices[0])
+    one = _record(dst[k : k + 1], src[:1]) if scatter else _record(dst[:1], src[k : k + 1])
+    indexed, other = (dst, src) if scatter else (src, dst)
+    address = [a.__array_interface__["data"][0] for a in (src, dst, indices)]
+    return [
+        *address[:2],
+        one[2],
+        -1 - one[3],
+        indices.size,
+        address[2],
+        indexed.strides[0],
+        other.strides[0],
+        int(scatter),
+        *one[4:],
+    ]
+
+
 class MessageBuffer:
     """One contiguous byte buffer holding every field's cells of one message, then
     ``trailer`` (bytes a transport sends with every message, written once here)."""
@@ -110,25 +137,27 @@ class MessageBuffer:
         return self.data.nbytes
 
     def pack(self, arrays: Sequence[Any], blocks: list[Block], copies: list[Copy]) -> None:
-        """Add what packs ``arrays`` into this buffer: its boxes to ``blocks``, its index
-        lists' gathers to ``copies``."""
+        """Add what packs ``arrays`` into this buffer to ``blocks``, or where ``blocks``
+        cannot hold it (a device array's index list) to ``copies``."""
         xp = self._xp
         for array, views in zip(arrays, self._views):
             for index, view in views:
                 if isinstance(index, tuple):
                     blocks.append((view, array[index]))
-                elif xp is np:  # indices of the plan, in range: "clip" writes unbuffered
-                    copies.append(partial(array.take, index, 0, view, "clip"))
+                elif xp is np:
+                    blocks.append((view, array, index, False))
                 else:
                     copies.append(partial(xp.take, array, index, axis=0, out=view))
 
     def unpack(self, arrays: Sequence[Any], blocks: list[Block], copies: list[Copy]) -> None:
-        """Add what unpacks this buffer into ``arrays``: its boxes to ``blocks``, its index
-        lists' scatters to ``copies``."""
+        """Add what unpacks this buffer into ``arrays`` to ``blocks``, or where ``blocks``
+        cannot hold it (a device array's index list) to ``copies``."""
         for array, views in zip(arrays, self._views):
             for index, view in views:
                 if isinstance(index, tuple):
                     blocks.append((array[index], view))
+                elif self._xp is np:
+                    blocks.append((array, view, index, True))
                 else:
                     copies.append(partial(array.__setitem__, index, view))
 
