@@ -125,11 +125,11 @@ class MessageSet:
                 bound = (bound[0] + to_wire, from_wire + bound[1], bound[2])
             if unowned:  # no reference to the fields: kept while the caller is
                 kept[self] = bound
-        pack, self._unpack, local = bound
-        self._arrays = arrays
+        pack, unpack, local = bound
         rec = profiling.recorder
         if not rec:
             self._requests.start(pack, local)
+            self._unpack, self._arrays = unpack, arrays  # (where started: its slot is taken)
             return
         t = rec.now()
         self._requests.post_receives()
@@ -142,6 +142,7 @@ class MessageSet:
         for copy in local:
             copy()
         rec.event("self-copies", t, {"copies": len(local)})
+        self._unpack, self._arrays = unpack, arrays
 
     def test(self) -> bool:
         return MPI.Request.Testall(self._recv_requests + self._send_requests)
