@@ -537,7 +537,8 @@ static PyObject *persistent_start(Persistent *self, PyObject *args) {
 
 static PyObject *persistent_finish(Persistent *self, PyObject *unpack) {
     int rc = wait_receives(self);
-    if (rc == 0 && call_each(unpack) < 0) return NULL;
+    if (rc == 0 && (call_each(unpack) < 0 || raised(self, waitall(self, self->nsend, self->send))))
+        return NULL;
     return PyLong_FromLong(rc);
 }
 
@@ -575,7 +576,8 @@ static PyMethodDef persistent_methods[] = {
      "start(pack, local): start the receives, call the pack copies, start the sends, call "
      "the local copies."},
     {"finish", (PyCFunction)persistent_finish, METH_O,
-     "finish(unpack): wait_receives(); if it gave 0, call the unpack copies; its code."},
+     "finish(unpack): wait_receives(); if it gave 0, call the unpack copies and wait for the "
+     "sends; wait_receives' code (the sends are not waited for where it is not 0)."},
     {"post_receives", (PyCFunction)persistent_post_receives, METH_NOARGS,
      "Start the receives."},
     {"post_sends", (PyCFunction)persistent_post_sends, METH_NOARGS,
