@@ -542,6 +542,17 @@ static PyObject *persistent_finish(Persistent *self, PyObject *unpack) {
     return PyLong_FromLong(rc);
 }
 
+static PyObject *persistent_exchange(Persistent *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "exchange(pack, local, unpack)");
+        return NULL;
+    }
+    if (startall(self, self->nrecv, self->recv) < 0 || call_each(args[0]) < 0 ||
+        startall(self, self->nsend, self->send) < 0 || call_each(args[1]) < 0)
+        return NULL;
+    return persistent_finish(self, args[2]);
+}
+
 static PyObject *persistent_post_receives(Persistent *self, PyObject *unused) {
     if (startall(self, self->nrecv, self->recv) < 0) return NULL;
     Py_RETURN_NONE;
@@ -578,6 +589,8 @@ static PyMethodDef persistent_methods[] = {
     {"finish", (PyCFunction)persistent_finish, METH_O,
      "finish(unpack): wait_receives(); if it gave 0, call the unpack copies and wait for the "
      "sends; wait_receives' code (the sends are not waited for where it is not 0)."},
+    {"exchange", (PyCFunction)(void (*)(void))persistent_exchange, METH_FASTCALL,
+     "exchange(pack, local, unpack): start(pack, local), then finish(unpack)."},
     {"post_receives", (PyCFunction)persistent_post_receives, METH_NOARGS,
      "Start the receives."},
     {"post_sends", (PyCFunction)persistent_post_sends, METH_NOARGS,
@@ -629,10 +642,59 @@ static PyObject *identities(PyObject *self, PyObject *const *args, Py_ssize_t na
     return key;
 }
 
+static PyObject *lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "lookup(entries: dict, tag, objects)");
+        return NULL;
+    }
+    PyObject *key = identities(self, args + 1, 2);
+    if (key == NULL) return NULL;
+    PyObject *value = PyDict_GetItemWithError(args[0], key);
+    Py_DECREF(key);
+    if (value != NULL) return Py_NewRef(value);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *arrays(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "arrays(fields, ndarray: type, as_array)");
+        return NULL;
+    }
+    PyObject *fast = PySequence_Fast(args[0], "arrays(fields, ...): a sequence");
+    if (fast == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list != NULL && i < n; ++i) {
+        PyObject *field = PySequence_Fast_GET_ITEM(fast, i);
+        PyObject *array;
+        if (Py_TYPE(field) == (PyTypeObject *)args[1]) {
+            array = Py_NewRef(field);
+        } else {
+            PyObject *position = PyLong_FromSsize_t(i);
+            array = position == NULL ? NULL
+                                     : PyObject_CallFunctionObjArgs(args[2], field, position, NULL);
+            Py_XDECREF(position);
+        }
+        if (array == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, array);
+    }
+    Py_DECREF(fast);
+    return list;
+}
+
 static PyMethodDef methods[] = {
     {"run", run, METH_O, "Run a program of block copies (see the module's source)."},
     {"identities", (PyCFunction)(void (*)(void))identities, METH_FASTCALL,
      "identities(tag, objects): (tag, id(objects[0]), ...): a key of the objects' identities."},
+    {"lookup", (PyCFunction)(void (*)(void))lookup, METH_FASTCALL,
+     "lookup(entries, tag, objects): entries.get(identities(tag, objects))."},
+    {"arrays", (PyCFunction)(void (*)(void))arrays, METH_FASTCALL,
+     "arrays(fields, ndarray, as_array): [f if type(f) is ndarray else as_array(f, i) for i, f "
+     "in enumerate(fields)]."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 import ctypes
 import weakref
 from collections.abc import Hashable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from gt4py_halo._native import identities
+from gt4py_halo._native import identities, lookup
 
 
 class IdentityCache:
@@ -27,10 +28,9 @@ class IdentityCache:
         self._size = size
         self._entries: dict[tuple, Any] = {}
         self._watched: set[int] = set()  # ids of objects whose collection drops their entries
-
-    def get(self, tag: Hashable, objects: Sequence[Any]) -> Any:
-        """The value stored for exactly these objects (and ``tag``), or ``None``."""
-        return self._entries.get(identities(tag, objects))
+        #: ``get(tag, objects)``: the value stored for exactly these objects (and ``tag``), or
+        #: ``None``; one C call (it is on every exchange's path).
+        self.get = partial(lookup, self._entries)
 
     def put(self, tag: Hashable, objects: Sequence[Any], value: Any) -> None:
         try:

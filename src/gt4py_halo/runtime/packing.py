@@ -261,6 +261,24 @@ class Slots:
         """``start(*args)`` an exchange on the set of the lowest free slot (``make(slot)``
         builds a missing one); return the set and its slot, busy until ``release``. If
         ``make`` or ``start`` raises, the slot stays free."""
+        messages, slot = self._free(make)
+        messages.start(*args)
+        self._busy.add(slot)
+        return messages, slot
+
+    def exchange(self, make: Callable[[int], Any], *args: Any) -> None:
+        """``exchange(*args)`` (start and wait) on the set of the lowest free slot, busy
+        meanwhile (MPI's waits let other threads run)."""
+        messages, slot = self._free(make)
+        busy = self._busy
+        busy.add(slot)
+        try:
+            messages.exchange(*args)
+        finally:
+            busy.discard(slot)
+
+    def _free(self, make: Callable[[int], Any]) -> tuple[Any, int]:
+        """The set of the lowest free slot, made if missing, and the slot."""
         busy = self._busy
         slot = 0
         while slot in busy:
@@ -268,8 +286,6 @@ class Slots:
         messages = self._sets.get(slot)
         if messages is None:
             messages = self._sets[slot] = make(slot)
-        messages.start(*args)
-        busy.add(slot)
         return messages, slot
 
     def release(self, slot: int) -> None:

@@ -114,18 +114,31 @@ class MessageSet:
         # decomposition's communicator is never released
         weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
 
-    def start(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
-        """Post the exchange of ``arrays``; ``kept``: the copies bound to these arrays, by
-        message set, of the caller's (a prepared exchange: one field set)."""
+    def exchange(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
+        """``start`` and ``wait`` in one call into C, where nothing is profiled (the
+        profiled phases are ``start`` and ``wait``'s); the caller holds the slot meanwhile."""
+        pack, unpack, local = self._bind(arrays, kept)
+        code = self._requests.exchange(pack, local, unpack)  # (and the sends waited for, if 0)
+        if code:
+            self._not_as_expected(code)
+
+    def _bind(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> Bound:
+        """The copies of exchanging ``arrays``: from ``kept`` (the caller's, by message set:
+        a prepared exchange, one field set), or bound now and kept there where they hold no
+        reference to the arrays."""
         bound = kept.get(self)
         if bound is None:
             bound, unowned = self._messages.bind(arrays)
             if self._staging is not None:
                 to_wire, from_wire = self._staging
                 bound = (bound[0] + to_wire, from_wire + bound[1], bound[2])
-            if unowned:  # no reference to the fields: kept while the caller is
+            if unowned:
                 kept[self] = bound
-        pack, unpack, local = bound
+        return bound
+
+    def start(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
+        """Post the exchange of ``arrays``; ``kept``: as ``_bind`` takes it."""
+        pack, unpack, local = self._bind(arrays, kept)
         rec = profiling.recorder
         if not rec:
             self._requests.start(pack, local)
@@ -229,7 +242,8 @@ class MessageSet:
 class MpiTransport:
     """Moves halos with MPI point-to-point messages, one per neighbour and exchange."""
 
-    #: Each message carries its fields' signature, checked where it is received (``MessageSet``).
+    #: Each message carries its fields' signature, checked where it is received (``MessageSet``):
+    #: its prepared exchanges also ``exchange(arrays)`` in one call, start to end.
     checks_each_message = True
 
     def __init__(self, comm: MPI.Comm) -> None:
@@ -278,6 +292,9 @@ class PreparedMpiExchange:
 
     def start(self, arrays: Sequence[Any]) -> MessageSet:
         return self._slots.start(self._make, arrays, self._bound)[0]
+
+    def exchange(self, arrays: Sequence[Any]) -> None:
+        self._slots.exchange(self._make, arrays, self._bound)
 
 
 def _traffic(kind: str, messages: Sequence[tuple[int, MessageBuffer]]) -> dict:
