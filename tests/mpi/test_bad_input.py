@@ -62,9 +62,11 @@ def test_read_only(cartesian):
 
 
 def test_not_an_array(cartesian):
-    _, ex = cartesian
+    d, ex = cartesian
     with pytest.raises(gh.FieldError, match="field 0 is a list"):
         ex.exchange([[1.0, 2.0]])
+    with pytest.raises(gh.FieldError, match="field 1 is a tuple"):
+        ex.exchange(np.zeros(d.allocated_shape), (1.0,))
     with pytest.raises(gh.FieldError, match="no fields"):
         ex.exchange()
 
