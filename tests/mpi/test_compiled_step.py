@@ -706,11 +706,12 @@ def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend
         return made
 
     fields = fresh()
-    lowered = exchange_mixed.to_sdfg(*fields)
-    code = lowered.generate_code()[0].clean_code
-    assert ("MPI_Startall(" in code) == (backend == "mpi")
-    made = sorted(re.findall(r"new gt4py_halo::GhexRegular<(\d)>\(comm", code))
-    assert made == (["3", "4"] if backend == "ghex" else [])  # axes: decomposed and levels
+    if comm.size == 1:  # the code is the same on any number of ranks (one build serves all),
+        # and lowering it again costs each rank seconds where the build is only loaded
+        code = exchange_mixed.to_sdfg(*fields).generate_code()[0].clean_code
+        assert ("MPI_Startall(" in code) == (backend == "mpi")
+        made = sorted(re.findall(r"new gt4py_halo::GhexRegular<(\d)>\(comm", code))
+        assert made == (["3", "4"] if backend == "ghex" else [])  # axes: decomposed, levels
     for _ in range(2):  # the second call reuses the persistent requests (GHEX: patterns)
         exchange_mixed(*fields)
         for field, (levels, dtype, _) in zip(fields, specs):
