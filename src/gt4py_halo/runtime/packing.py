@@ -259,16 +259,22 @@ class Slots:
 
     def start(self, make: Callable[[int], Any], *args: Any) -> tuple[Any, int]:
         """``start(*args)`` an exchange on the set of the lowest free slot (``make(slot)``
-        builds a missing one); return the set and its slot, busy until ``release``. If
-        ``make`` or ``start`` raises, the slot stays free."""
+        builds a missing one); return the set and its slot, busy from before the start (MPI's
+        calls let other threads run) until ``release``. If ``make`` or ``start`` raises, the
+        slot stays free."""
         messages, slot = self._free(make)
-        messages.start(*args)
-        self._busy.add(slot)
+        busy = self._busy
+        busy.add(slot)
+        try:
+            messages.start(*args)
+        except BaseException:
+            busy.discard(slot)
+            raise
         return messages, slot
 
     def exchange(self, make: Callable[[int], Any], *args: Any) -> None:
         """``exchange(*args)`` (start and wait) on the set of the lowest free slot, busy
-        meanwhile (MPI's waits let other threads run)."""
+        meanwhile."""
         messages, slot = self._free(make)
         busy = self._busy
         busy.add(slot)
