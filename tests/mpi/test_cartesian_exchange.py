@@ -211,6 +211,44 @@ def test_fields_of_every_kind_in_turn(backend):
             np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
 
 
+def rank_layout(d, levels, dtype, kind):
+    """A filled local field in memory layout ``kind``: one of FIELD_KINDS' layouts, every
+    other element of a wider array, or a reversed view."""
+    if kind == "every-other":
+        field = filled_local(d, levels, dtype)
+        wide = np.zeros((*field.shape[:-1], 2 * field.shape[-1]), dtype)[..., ::2]
+        wide[...] = field
+        return wide
+    if kind == "reversed":
+        field = np.ascontiguousarray(filled_local(d, levels, dtype)[::-1])
+        return field[::-1]
+    return layout(d, levels, dtype, kind)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("split", ["outer axes", "innermost axis"])
+def test_layouts_that_differ_between_ranks(comm, backend, split):
+    """Each rank lays its fields out its own way (C or Fortran order, levels outermost,
+    every other element, reversed): exact halos, blocking and split phase, twice. GHEX's
+    messages follow the grid, not the fields' layouts; fields whose innermost axis is not
+    contiguous travel through a dense copy. The innermost decomposed axis split over the
+    ranks too (GHEX sees it in bytes)."""
+    kinds = ["C", "F", "every-other", "levels-outermost", "reversed"]
+    if split == "outer axes":
+        d = gh.CartesianDecomposition((13, 11, 5), halo=(2, 1, 0), periodic=(True, False, True))
+    else:
+        shape = (7, 4 * comm.size + 3)
+        d = gh.CartesianDecomposition(shape, ((1, 0), (2, 1)), (False, True), (1, comm.size))
+    ex = gh.make_exchange(d, backend=backend)
+    for turn in range(2):
+        mine = [kinds[(comm.rank + turn + k) % len(kinds)] for k in range(2)]
+        fields = [rank_layout(d, (3,), np.float64, mine[0]), rank_layout(d, (), np.int32, mine[1])]
+        ex.exchange(fields[0])
+        ex.start(fields[1]).finish()
+        np.testing.assert_array_equal(fields[0], expected_local(d, (3,), np.float64))
+        np.testing.assert_array_equal(fields[1], expected_local(d, (), np.int32))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_many_exchanges_in_flight(backend):
     """Up to the limit, every exchange in flight fills exact halos (GHEX reads its buffer

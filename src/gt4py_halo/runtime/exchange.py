@@ -75,18 +75,14 @@ class _Exchanger:
         self._compiled_data: Any = None
 
     def exchange(self, fields: tuple[Any, ...], dim: str | None) -> None:
-        """Exchange ``fields`` now: ``_start`` then ``_finish``, in fewer Python calls where
-        nothing is profiled (on a small halo they cost more than the messages). A transport
-        whose messages check themselves (``checks_each_message``: no wait to watch for a
-        disagreement) exchanges in one call, ``prepared.exchange(arrays)``."""
+        """Exchange ``fields`` now: ``_start`` then ``_finish``, in one call to the transport
+        (``prepared.exchange``) where nothing is profiled (on a small halo the Python calls
+        cost more than the messages)."""
         if profiling.recorder:
             _finish(*self._start(fields, dim))
             return
         prepared, waiting, arrays = self._checked(fields, dim)
-        if waiting is None:
-            prepared.exchange(arrays)
-        else:
-            prepared.start(arrays).wait(waiting)
+        prepared.exchange(arrays, waiting)
 
     def _start(self, fields: tuple[Any, ...], dim: str | None) -> tuple[Any, Any, Any]:
         """Post the exchange of ``fields`` and return at once: what ``_finish`` takes.

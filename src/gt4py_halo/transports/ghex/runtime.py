@@ -1,39 +1,30 @@
-"""The GHEX transport: pyghex patterns built from the decomposition, cached.
+"""The GHEX transport: GHEX's patterns and communication objects, driven from C++.
 
-Cartesian decompositions use GHEX's structured regular API, with undecomposed level axes
-appended as whole, halo-free dimensions (GHEX supports up to 4 dimensions in all).
-Unstructured ones use the unstructured API with the decomposition's gids, in the same local
-order. GHEX describes an unstructured field only if one of its axes is dense: a view strided
-along both (every other row of an array, say) is exchanged as a dense copy, its halo copied
-back at the wait. Tests check that GHEX fills exactly the halos the exchange plan describes.
+The exchange is ``native.cpp`` (built on first use: ``native.py``): GHEX's structured regular
+API for cartesian decompositions, its unstructured API (with the decomposition's gids, in the
+same local order) for unstructured ones. A blocking exchange is one call into it: pack, post,
+poll until done, unpack; a split one is a start and a polled wait.
 
-What is built once: the context, one pattern per (plan, level shape), field descriptors per
-field array, GHEX's buffer infos (a pattern applied to a descriptor) per field set (a
-``PreparedGhexExchange``, which the exchange keeps for the same field objects), and pools
-of communication objects: GHEX runs one exchange per communication
-object at a time, so split-phase exchanges in flight each take one from a pool. pyghex
-exchanges one C++ buffer type (dtype, number of axes, memory layout) per call, so fields of
-different types in one call travel as one GHEX exchange per type, and a communication object
-serves one buffer type for good (pyghex fails on another): one pool per plan and buffer type.
+Fields are described to GHEX in bytes, so that fields of any dtypes travel together, in one
+GHEX exchange (one message per neighbour): a cartesian field as a 4-D grid (missing axes
+outermost, of extent 1; at most 4 axes in all), its innermost axis merged with its elements'
+bytes; an unstructured one as a row of bytes per local index. Messages are laid out by the
+grid (never by a field's memory layout), so ranks whose fields differ in layout exchange exact
+halos. A field whose innermost axis (cartesian) or row (unstructured) is not contiguous
+travels through a dense copy of it, its halo copied back when the exchange is finished.
 
-A descriptor is made over a view of the field's memory that does not reference the field
-(pyghex's descriptor keeps what it is given alive), kept per field object and dropped when the
-field is: the cache never keeps a user's array alive. An exchange in flight keeps its fields,
-their descriptors, GHEX's buffer infos and its transport (the GHEX context) alive until it is
-waited for, however early the user drops the exchange object (GHEX reads them through raw
-pointers: with the buffer infos freed early, exchanges in flight garbled halos and crashed;
-with the context freed, the next exchange crashed); exchanges still in flight when the
-interpreter exits are finished then, before MPI is.
+What is built once: the context (per transport); patterns, per plan and the bytes of a row
+(cartesian: and the level shape); a field set's descriptors and buffer infos with the
+communication objects that exchanged it (``PreparedGhexExchange``, which the exchange keeps
+for the same field objects: it holds their addresses, never the fields). GHEX runs one
+exchange per communication object at a time: a field set's exchanges in flight together take
+one each. An exchange in flight keeps its fields (GHEX writes into them until it is done);
+exchanges still in flight when the interpreter exits are finished then, before MPI is.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import os
-import sys
-import tempfile
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -45,14 +36,9 @@ from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import BackendUnavailableError, DecompositionError, FieldError
 from gt4py_halo.runtime.agreement import ALARM_AFTER_S, POLLS_PER_CLOCK
-from gt4py_halo.runtime.identity_cache import IdentityCache, unowned_view
 
 try:
-    import ghex
-    import ghex.structured.regular as ghex_regular
-    import ghex.unstructured as ghex_unstructured
-    from ghex.context import make_context
-    from ghex.structured.cartesian_sets import ProductSet, UnitRange
+    from gt4py_halo.transports.ghex import native
 except ImportError as error:
     raise BackendUnavailableError(
         "the 'ghex' backend needs GHEX, which is not installed: `pip install 'gt4py_halo[ghex]'` "
@@ -60,110 +46,112 @@ except ImportError as error:
         f"the Boost and libnuma headers, e.g. apt-get install libboost-dev libnuma-dev); ({error})"
     ) from error
 
-#: Field descriptors kept per transport, the oldest dropped first.
-DESCRIPTOR_CACHE_SIZE = 256
-#: Dimensions GHEX's structured regular bindings are compiled for, at most.
-GHEX_MAX_DIMS = 4
-
-
-#: What oomph writes on rank 0 when MPI runs above MPI_THREAD_SINGLE (mpi4py's default is
-#: MPI_THREAD_MULTIPLE): true and harmless, each exchange runs on its rank's calling thread.
-OOMPH_THREAD_LINE = b"oomph warning: MPI thread safety is higher than required\n"
-
-
-@contextlib.contextmanager
-def _without_oomph_thread_line() -> Any:
-    """Holds the process's stderr (the file descriptor: GHEX writes from C++) while a context
-    is made, then passes on what was written but oomph's thread-safety line."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            held.seek(0)
-            passed_on = held.read().replace(OOMPH_THREAD_LINE, b"")
-            if passed_on:
-                os.write(2, passed_on)
+#: Axes of the grid a cartesian field is described on (GHEX's structured regular API is
+#: compiled for that many here: ``native.cpp``).
+GRID_AXES = 4
 
 
 class _CartesianPatterns:
-    def __init__(self, context: Any, decomposition: CartesianDecomposition) -> None:
+    """The 4-D grids of a cartesian decomposition's fields: per level shape and element size
+    (the innermost axis counts bytes), this rank's block as a GHEX pattern."""
+
+    def __init__(self, native_module: Any, context: Any, decomposition: CartesianDecomposition):
+        self._native = native_module
         self._context = context
         self._d = decomposition
-        self._patterns: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        self._patterns: dict[tuple[tuple[int, ...], int], Any] = {}
 
-    def pattern(self, spec: FieldSpec) -> tuple[Any, Any]:
-        levels = spec.level_shape
-        if levels not in self._patterns:
+    def describe(self, array: np.ndarray, spec: FieldSpec, position: int) -> tuple | None:
+        """GHEX's description of ``array``, ``None`` if its innermost axis is not contiguous."""
+        *outer, inner = array.strides
+        if array.shape[-1] > 1 and inner != array.itemsize or min(outer, default=1) <= 0:
+            return None
+        pattern = self._pattern(spec, array.itemsize)
+        pad = GRID_AXES - array.ndim
+        span = max(n * s for n, s in zip(array.shape, array.strides))
+        extents = (1,) * pad + array.shape[:-1] + (array.shape[-1] * array.itemsize,)
+        strides = (span,) * pad + tuple(outer) + (1,)
+        return pattern, array.ctypes.data, extents, strides
+
+    def _pattern(self, spec: FieldSpec, itemsize: int) -> Any:
+        key = (spec.level_shape, itemsize)
+        if key not in self._patterns:  # collective: ranks meet new kinds of fields together
             d = self._d
-            if len(d.global_shape) + len(levels) > GHEX_MAX_DIMS:
+            axes = len(d.global_shape) + len(spec.level_shape)
+            if axes > GRID_AXES:
                 raise FieldError(
-                    f"GHEX exchanges at most {GHEX_MAX_DIMS}-dimensional cartesian fields; "
-                    f"got {len(d.global_shape)} decomposed and {len(levels)} level axes"
+                    f"the 'ghex' transport exchanges cartesian fields of at most {GRID_AXES} "
+                    f"axes; got {len(d.global_shape)} decomposed and "
+                    f"{len(spec.level_shape)} level axes"
                 )
-            whole = [UnitRange(0, n) for n in levels]
-            glob = ProductSet(*(UnitRange(0, n) for n in d.global_shape), *whole)
-            owned = ProductSet(*(UnitRange(s.start, s.stop) for s in d.global_slices), *whole)
-            domain = ghex_regular.DomainDescriptor(d.rank, owned)
-            generator = ghex_regular.HaloGenerator(
-                glob, d.halo + ((0, 0),) * len(levels), d.periodic + (False,) * len(levels)
+            pad = GRID_AXES - axes
+            # per axis: first and last owned index, last global index, halo, periodic, offset
+            grid = [(0, 0, 0, (0, 0), False, 0)] * pad
+            for s, owned, n, halo, periodic in zip(
+                d.global_slices, d.owned, d.global_shape, d.halo, d.periodic
+            ):
+                grid.append((s.start, s.stop - 1, n - 1, halo, periodic, owned.start))
+            grid += [(0, n - 1, n - 1, (0, 0), False, 0) for n in spec.level_shape]
+            first, last, glast, halo, periodic, offset = grid[-1]  # the innermost, in bytes
+            b = itemsize
+            grid[-1] = (
+                first * b,
+                (last + 1) * b - 1,
+                (glast + 1) * b - 1,
+                (halo[0] * b, halo[1] * b),
+                periodic,
+                offset * b,
             )
-            pattern = ghex_regular.make_pattern(self._context, generator, [domain])
-            self._patterns[levels] = (pattern, domain)
-        return self._patterns[levels]
-
-    def descriptor(self, domain: Any, array: np.ndarray, spec: FieldSpec, position: int) -> Any:
-        offsets = tuple(s.start for s in self._d.owned) + (0,) * len(spec.level_shape)
-        array = _unit_axes_outermost(array)
-        extents = _padded_extents(array, position)
-        return ghex_regular.make_field_descriptor(domain, array, offsets, extents)
+            first, last, glast, halo, periodic, offset = zip(*grid)
+            self._patterns[key] = self._native.regular_pattern(
+                self._context,
+                first,
+                last,
+                glast,
+                [w for pair in halo for w in pair],
+                [int(p) for p in periodic],
+                offset,
+            )
+        return self._patterns[key]
 
 
 class _UnstructuredPatterns:
-    def __init__(self, context: Any, decomposition: Any, dim: str) -> None:
+    """An unstructured dim's GHEX pattern; its fields are rows of bytes per local index."""
+
+    def __init__(self, native_module: Any, context: Any, decomposition: Any, dim: str) -> None:
         owned, halo = decomposition.owned_gids[dim], decomposition.halo_gids[dim]
         if max(owned.max(initial=0), halo.max(initial=0)) >= 2**31:
             raise DecompositionError(
                 f"dim {dim!r}: GHEX's unstructured API takes 32-bit gids; this mesh has gids "
                 "of 2**31 and above: use the 'mpi' backend"
             )
-        domain = ghex_unstructured.DomainDescriptor(
-            decomposition.rank,
-            decomposition.local_gids(dim).astype(np.int32),
-            decomposition.halo_lids[dim].astype(np.int32),
+        self._pattern = native_module.unstructured_pattern(
+            context,
+            decomposition.local_gids(dim).astype(np.int32).tobytes(),
+            decomposition.halo_lids[dim].astype(np.int32).tobytes(),
         )
-        generator = ghex_unstructured.HaloGenerator.from_gids(halo.astype(np.int32))
-        self._pattern = (ghex_unstructured.make_pattern(context, generator, [domain]), domain)
 
-    def pattern(self, spec: FieldSpec) -> tuple[Any, Any]:
-        if len(spec.level_shape) > 1:
-            raise FieldError(
-                "GHEX exchanges unstructured fields of at most one level axis; got "
-                f"level shape {spec.level_shape}"
-            )
-        return self._pattern
-
-    def descriptor(self, domain: Any, array: np.ndarray, spec: FieldSpec, position: int) -> Any:
-        return ghex_unstructured.make_field_descriptor(domain, array)  # reads any strides
+    def describe(self, array: np.ndarray, spec: FieldSpec, position: int) -> tuple | None:
+        """GHEX's description of ``array``, ``None`` if its rows are not contiguous."""
+        row = array.itemsize * int(np.prod(spec.level_shape, dtype=np.int64))
+        if array.ndim > 1 and not array[0].flags.c_contiguous or array.strides[0] < row:
+            return None
+        return self._pattern, array.ctypes.data, row, array.strides[0]
 
 
 class GhexTransport:
-    """Moves halos with GHEX communication objects over the decomposition's communicator."""
+    """Moves halos with GHEX over the decomposition's communicator."""
 
     #: GHEX owns the messages: ranks check their fields together instead (``Exchange._agree``).
     checks_each_message = False
 
     def __init__(self, decomposition: Any) -> None:
         self._decomposition = decomposition
-        with _without_oomph_thread_line():
-            self._context = make_context(decomposition.comm)
+        self._native = native.module()
+        self._context = self._native.Context(
+            decomposition.comm.py2f(), ALARM_AFTER_S, POLLS_PER_CLOCK
+        )
         self._patterns: dict[str, Any] = {}
-        self._descriptors = IdentityCache(DESCRIPTOR_CACHE_SIZE)
-        self._idle_objects: dict[tuple[str, type], list[Any]] = {}
 
     @classmethod
     def for_decomposition(cls, decomposition: Any) -> GhexTransport:
@@ -172,186 +160,109 @@ class GhexTransport:
     def prepare(
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
     ) -> PreparedGhexExchange:
-        """What exchanging ``arrays`` takes: GHEX's buffer infos, grouped by buffer type."""
+        """What exchanging ``arrays`` takes: GHEX's buffer infos of their descriptions, and
+        the dense copies that travel instead of fields GHEX cannot describe."""
         patterns = self._patterns_of(plan)  # collective, at the first exchange of a plan
         if 0 in plan.local_shape:  # no entries of this dim here: no neighbours, nothing to move
-            return PreparedGhexExchange([], (), [])  # (and GHEX describes no empty field)
-        groups, descriptors, staged, unowned = self._buffer_infos(plan, patterns, arrays, specs)
-        pooled = [
-            (group, self._idle_objects.setdefault((plan.name, kind), [])) for kind, group in groups
-        ]
-        return PreparedGhexExchange(pooled, descriptors, staged, unowned, self)
-
-    def _buffer_infos(
-        self, plan: ExchangePlan, patterns: Any, arrays: Sequence[Any], specs: tuple
-    ) -> tuple[list[tuple[type, list[Any]]], list[Any], list, bool]:
-        """GHEX's buffer infos (pattern applied to field descriptor) of ``arrays``, grouped
-        by C++ buffer type, with the descriptors they point to; the fields exchanged through
-        dense copies; and whether no descriptor references its field."""
-        applied, descriptors, staged, unowned = [], [], [], True
+            return PreparedGhexExchange(None, ())
+        described, staged = [], []
         for position, (array, spec) in enumerate(zip(arrays, specs)):
-            _check_device(array, position)
-            pattern, domain = patterns.pattern(spec)
-            try:
-                descriptor, own = self._descriptor(plan, patterns, domain, array, spec, position)
-                unowned = unowned and own
-            except TypeError as error:  # GHEX takes no unstructured field with 2 strided axes
-                if "strides" not in str(error):
-                    raise
-                dense = type(array)(array.shape, dtype=array.dtype)  # NumPy or CuPy
-                descriptor = patterns.descriptor(domain, dense, spec, position)
-                staged.append((position, dense, self._decomposition.halo_lids[plan.name]))
-            descriptors.append(descriptor)
-            applied.append(pattern(descriptor))
-        # pyghex takes one C++ buffer type (dtype, axes, layout) per call: one call per group
-        groups: dict[type, list[Any]] = {}
-        for item in applied:
-            groups.setdefault(type(item), []).append(item)
-        return list(groups.items()), descriptors, staged, unowned
+            if hasattr(array, "__cuda_array_interface__"):
+                raise FieldError(
+                    f"field {position} is a GPU array; the 'ghex' transport exchanges host "
+                    "fields (its C++ is built for GHEX's CPU architecture): use the 'mpi' or "
+                    "'nccl' backend for GPU fields"
+                )
+            description = patterns.describe(array, spec, position)
+            if description is None:
+                dense = np.empty(array.shape, array.dtype)
+                staged.append((position, dense))
+                description = patterns.describe(dense, spec, position)
+            described.append(description)
+        return PreparedGhexExchange(self._native.Prepared(described), tuple(staged))
 
     def _patterns_of(self, plan: ExchangePlan) -> Any:
         if plan.name not in self._patterns:
             if isinstance(self._decomposition, CartesianDecomposition):
-                self._patterns[plan.name] = _CartesianPatterns(self._context, self._decomposition)
+                self._patterns[plan.name] = _CartesianPatterns(
+                    self._native, self._context, self._decomposition
+                )
             else:
                 self._patterns[plan.name] = _UnstructuredPatterns(
-                    self._context, self._decomposition, plan.name
+                    self._native, self._context, self._decomposition, plan.name
                 )
         return self._patterns[plan.name]
 
-    def _descriptor(
-        self,
-        plan: ExchangePlan,
-        patterns: Any,
-        domain: Any,
-        array: Any,
-        spec: FieldSpec,
-        position: int,
-    ) -> tuple[Any, bool]:
-        """GHEX's descriptor of ``array``, and whether it holds no reference to ``array``
-        (then it is kept for when ``array`` comes again)."""
-        tag = (plan.name, spec)
-        descriptor = self._descriptors.get(tag, [array])
-        if descriptor is not None:
-            return descriptor, True
-        view = unowned_view(array)
-        descriptor = patterns.descriptor(domain, array if view is None else view, spec, position)
-        if view is not None:  # else it references the array: not kept
-            self._descriptors.put(tag, [array], descriptor)
-        return descriptor, view is not None
-
-    def new_communication_object(self) -> Any:
-        if isinstance(self._decomposition, CartesianDecomposition):
-            return ghex_regular.make_communication_object(self._context)
-        return ghex_unstructured.make_communication_object(self._context)
-
 
 class PreparedGhexExchange:
-    """Exchanging one set of fields: GHEX's buffer infos per buffer type, each with the pool
-    of idle communication objects of that type.
+    """Exchanging one set of fields (``native.Prepared``: their addresses, never the fields
+    themselves), with the dense copies that travel in the place of some. Kept by the exchange
+    for when the same field objects come again."""
 
-    Kept by the exchange for when the same field objects come again (``reusable``): the buffer
-    infos point to descriptors over views that do not reference the fields. Not kept where a
-    descriptor references its field (no such view: a device array) or a field travels
-    through a dense copy.
-    """
+    #: Whether it may be kept for the same field objects: it references none of them.
+    reusable = True
 
-    def __init__(
-        self,
-        groups: list[tuple[list[Any], list[Any]]],
-        descriptors: Any,
-        staged: list,
-        unowned: bool = True,
-        transport: GhexTransport | None = None,
-    ) -> None:
-        self._groups = groups
-        self._descriptors = descriptors
-        self._staged = staged  # (position, the dense copy exchanged instead, its halo)
-        self._transport = transport  # its context and patterns: GHEX's, for what is in flight
-        #: Whether it may be kept for the same field objects (it references none of them).
-        self.reusable = unowned and not staged
+    def __init__(self, prepared: Any, staged: tuple[tuple[int, np.ndarray], ...]) -> None:
+        self._prepared = prepared  # None: nothing to move
+        self._staged = staged  # (position, the dense copy exchanged instead)
+        if prepared is not None and not staged:  # no copies around it: one call into C++
+            self.exchange = prepared.exchange  # (it keeps ``arrays`` if it must abandon them)
+
+    def exchange(self, arrays: Sequence[Any], waiting: Callable[[], None] | None) -> None:
+        """Exchange now, in one call (``waiting``: as for ``PendingGhexExchange.wait``)."""
+        for n, dense in self._staged:
+            dense[...] = arrays[n]
+        if self._prepared is not None:
+            self._prepared.exchange((arrays, self._staged), waiting)
+        for n, dense in self._staged:
+            arrays[n][...] = dense
 
     def start(self, arrays: Sequence[Any]) -> PendingGhexExchange:
-        staged = (
-            [(arrays[n], dense, halo) for n, dense, halo in self._staged] if self._staged else ()
-        )
-        for field, dense, _ in staged:
-            dense[...] = field
+        for n, dense in self._staged:
+            dense[...] = arrays[n]
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
-        started = []
-        for group, pool in self._groups:
-            co = pool.pop() if pool else self._transport.new_communication_object()
-            started.append((co.exchange(group), co, pool))
+        handle = None if self._prepared is None else self._prepared.start((arrays, self._staged))
         if rec:  # GHEX packs and posts in one call
-            rec.event("post", t, {"GHEX exchanges (one per buffer type)": len(started)})
-        # GHEX reads the fields, their descriptors and buffer infos until the wait, and its
-        # communication objects need their context: the exchange may be dropped before
-        kept = (arrays, self._descriptors, self._groups, self._transport)
-        return PendingGhexExchange(started, kept, staged)
+            rec.event("post", t, {"fields": len(arrays)})
+        return PendingGhexExchange(handle, arrays, self._staged)
 
 
 class PendingGhexExchange:
-    """GHEX exchanges in flight; ``wait`` returns their communication objects to their pools."""
+    """A GHEX exchange in flight."""
 
-    def __init__(self, started: list[tuple[Any, Any, list]], kept: Any, staged: Any) -> None:
-        self._started = started
-        self._kept = kept  # GHEX holds raw pointers: keep what they point to alive until done
-        self._staged = staged  # (field, the dense copy exchanged instead, its halo positions)
+    def __init__(self, handle: Any, arrays: Sequence[Any], staged: tuple) -> None:
+        self._handle = handle  # native.Handle (it keeps the arrays until done), or None
+        self._arrays = arrays
+        self._staged = staged  # (position, the dense copy exchanged instead)
         _UNFINISHED.add(self)
 
     def test(self) -> bool:
-        return all(handle.is_ready() for handle, _, _ in self._started)
+        return self._handle is None or self._handle.test()
 
     def wait(self, waiting: Callable[[], None] | None = None) -> None:
-        """Wait, unpack, and give the communication objects back. ``waiting``: called at
-        every poll once the wait has lasted ``ALARM_AFTER_S`` (``Agreement.waiting``); if it
-        raises, the exchange is left in flight for good (its fields and buffers kept alive:
-        GHEX may still write into them) and the error passed on."""
+        """Wait and unpack. ``waiting``: called at every clock read once the wait has lasted
+        ``ALARM_AFTER_S`` (``Agreement.waiting``); if it raises, the exchange is left in
+        flight for good (its fields and GHEX's buffers kept alive: GHEX may still write into
+        them) and the error passed on."""
         if self not in _UNFINISHED:
             return
-        if waiting is not None:
-            self._poll(waiting)
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
         try:
-            rec = profiling.recorder
-            t = rec.now() if rec else 0.0
-            for handle, _, _ in self._started:
-                handle.wait()
-            if rec:  # GHEX waits and unpacks in one call
-                rec.event("wait", t, {"GHEX exchanges (one per buffer type)": len(self._started)})
-            for field, dense, halo in self._staged:
-                field[halo] = dense[halo]
+            if self._handle is not None:
+                self._handle.wait(waiting)
         finally:
             _UNFINISHED.discard(self)
-            for _, co, pool in self._started:
-                pool.append(co)
-
-    def _poll(self, waiting: Callable[[], None]) -> None:
-        """Poll GHEX until every message is in, calling ``waiting`` at every poll after
-        ``ALARM_AFTER_S`` (the clock is read every ``POLLS_PER_CLOCK`` polls)."""
-        deadline = 0.0
-        for handle, _, _ in self._started:
-            polls = 0
-            while not handle.is_ready():
-                polls += 1
-                if polls % POLLS_PER_CLOCK:
-                    continue
-                if not deadline:
-                    deadline = time.monotonic() + ALARM_AFTER_S
-                elif time.monotonic() >= deadline:
-                    try:
-                        waiting()
-                    except BaseException:
-                        _UNFINISHED.discard(self)
-                        _ABANDONED.append(self)
-                        raise
+        if rec:  # GHEX waits and unpacks in one call
+            rec.event("wait", t, {"fields": len(self._arrays)})
+        for n, dense in self._staged:
+            self._arrays[n][...] = dense
 
 
 #: Exchanges started and not yet waited for, finished at exit (before MPI is finalized); held
 #: even where the user dropped the handle: GHEX writes into their fields until then.
 _UNFINISHED: set[PendingGhexExchange] = set()
-#: Exchanges left in flight because the ranks disagreed, kept for the life of the process.
-_ABANDONED: list[PendingGhexExchange] = []
 
 
 @atexit.register
@@ -365,51 +276,3 @@ def _finish_at_exit() -> None:
         )
     for pending in unfinished:
         pending.wait()
-
-
-def _check_device(array: Any, position: int) -> None:
-    if hasattr(array, "__cuda_array_interface__") and not ghex.__config__["gpu"]:
-        raise FieldError(
-            f"field {position} is a GPU array, but this GHEX build has no GPU support; "
-            "build GHEX with GHEX_USE_GPU=ON or use the 'mpi' backend"
-        )
-
-
-def _unit_axes_outermost(array: Any) -> Any:
-    """``array`` with the strides of its axes of extent 1 set to put them outermost: those
-    strides address nothing, but pyghex orders the axes by stride, and GHEX derives the
-    others' from that order (a C-ordered field with one level had a level stride equal to
-    the innermost one, which reads as overlapping axes)."""
-    if 1 not in array.shape or not isinstance(array, np.ndarray):
-        return array
-    span = max((n * abs(s) for n, s in zip(array.shape, array.strides) if n != 1), default=0)
-    strides = tuple(
-        max(span, array.itemsize) if n == 1 else s for n, s in zip(array.shape, array.strides)
-    )
-    return np.lib.stride_tricks.as_strided(array, strides=strides)
-
-
-def _padded_extents(array: Any, position: int) -> tuple[int, ...]:
-    """Extents of the dense (possibly padded) allocation ``array`` starts at.
-
-    GHEX's structured descriptor derives strides from extents and axis order, so a field
-    with padding between axes (as GT4Py allocates for alignment) is described by its padded
-    extents. Strides that no padded dense allocation explains are rejected.
-    """
-    order = sorted(range(array.ndim), key=lambda axis: (array.strides[axis], axis))
-    extents = list(array.shape)
-    step = array.itemsize
-    for inner, outer in zip(order, order[1:] + [None]):
-        if array.strides[inner] != step:
-            raise FieldError(
-                f"field {position} has strides {array.strides}, which no dense or padded "
-                "allocation has; the 'ghex' backend cannot describe it, the 'mpi' backend can"
-            )
-        if outer is not None:
-            if array.strides[outer] % step or array.strides[outer] // step < array.shape[inner]:
-                raise FieldError(
-                    f"field {position} has overlapping or unaligned strides {array.strides}"
-                )
-            extents[inner] = array.strides[outer] // step
-            step = array.strides[outer]
-    return tuple(extents)

@@ -293,7 +293,9 @@ class PreparedMpiExchange:
     def start(self, arrays: Sequence[Any]) -> MessageSet:
         return self._slots.start(self._make, arrays, self._bound)[0]
 
-    def exchange(self, arrays: Sequence[Any]) -> None:
+    def exchange(self, arrays: Sequence[Any], waiting: None) -> None:
+        """Exchange now, in one call into C. ``waiting`` is ``None``: the messages check
+        themselves, no wait is watched for a disagreement."""
         self._slots.exchange(self._make, arrays, self._bound)
 
 

@@ -99,6 +99,9 @@ class PreparedNcclExchange:
         messages, slot = self._slots.start(self._make, self._nccl, arrays, stream)
         return PendingNcclExchange(messages, self._slots, slot, arrays)
 
+    def exchange(self, arrays: Sequence[Any], waiting: Callable[[], None] | None) -> None:
+        self.start(arrays).wait(waiting)
+
 
 class _NcclMessages:
     """The device buffers of one plan, field signature and slot, and the stream that last

@@ -98,8 +98,12 @@ class exchanger {
     std::optional<typename CommunicationObject::handle_type> m_pending;
 };
 
-class GhexUnstructured {
-  public:
+// The GHEX types of an unstructured dim, and its pattern: what the compiled exchange
+// (GhexUnstructured) and the runtime one (native.cpp) both build on. Collective over the
+// context's communicator. gids: this rank's, in local order; halo_lids: the local indices of
+// its halo.
+struct unstructured_grid
+{
     using domain = ghex::unstructured::domain_descriptor<int, int>;
     using generator = ghex::unstructured::halo_generator<int, int>;
     using pattern_type = decltype(ghex::make_pattern<ghex::unstructured::grid>(
@@ -107,6 +111,55 @@ class GhexUnstructured {
         std::declval<std::vector<domain>&>()));
     using co_type =
         decltype(ghex::make_communication_object<pattern_type>(std::declval<ghex::context&>()));
+
+    static std::pair<domain, pattern_type> make(ghex::context& context, const int* gids, long n,
+        const int* halo_lids, long nh)
+    {
+        std::vector<domain> domains{domain(context.rank(), gids, gids + n, halo_lids,
+            halo_lids + nh)};
+        std::vector<int> halo_gids(nh);
+        for (long k = 0; k < nh; ++k) halo_gids[k] = gids[halo_lids[k]];
+        generator hgen(std::move(halo_gids));
+        auto pattern = ghex::make_pattern<ghex::unstructured::grid>(context, hgen, domains);
+        return {domains[0], std::move(pattern)};
+    }
+};
+
+// The GHEX types of a D-dimensional regular grid, and the pattern of this rank's block of it
+// (per axis: the first and last owned global index, the global last index, the low and high
+// halo widths, whether it is periodic): what the compiled exchange (GhexRegular) and the
+// runtime one (native.cpp) both build on. Collective over the context's communicator.
+template<int D>
+struct regular_grid
+{
+    using dimension = std::integral_constant<int, D>;
+    using domain = ghex::structured::regular::domain_descriptor<int, dimension>;
+    using generator = ghex::structured::regular::halo_generator<int, dimension>;
+    using pattern_type = decltype(ghex::make_pattern<ghex::structured::grid>(
+        std::declval<ghex::context&>(), std::declval<generator&>(),
+        std::declval<std::vector<domain>&>()));
+    using co_type =
+        decltype(ghex::make_communication_object<pattern_type>(std::declval<ghex::context&>()));
+    using coordinates = std::array<int, D>;
+
+    static std::pair<domain, pattern_type> make(ghex::context& context,
+        const coordinates& first, const coordinates& last, const coordinates& global_last,
+        const std::array<int, 2 * D>& halos, const std::array<bool, D>& periodic)
+    {
+        coordinates global_first;
+        global_first.fill(0);
+        std::vector<domain> domains{domain(context.rank(), first, last)};
+        generator hgen(global_first, global_last, halos, periodic);
+        auto pattern = ghex::make_pattern<ghex::structured::grid>(context, hgen, domains);
+        return {domains[0], std::move(pattern)};
+    }
+};
+
+class GhexUnstructured {
+  public:
+    using domain = unstructured_grid::domain;
+    using pattern_type = unstructured_grid::pattern_type;
+    using co_type = unstructured_grid::co_type;
     template<class T>
     using field = ghex::unstructured::data_descriptor<ghex::cpu, int, int, T>;
 
@@ -114,8 +167,7 @@ class GhexUnstructured {
     // gids: in local order; halo_lids: the local indices of the halo.
     GhexUnstructured(MPI_Comm comm, const int* gids, long n, const int* halo_lids, long nh)
     : m_context(comm)
-    , m_domains{domain(m_context.rank(), gids, gids + n, halo_lids, halo_lids + nh)}
-    , m_pattern(make_pattern(halos(gids, halo_lids, nh)))
+    , m_grid(unstructured_grid::make(m_context, gids, n, halo_lids, nh))
     , exchange(ghex::make_communication_object<pattern_type>(m_context))
     {
     }
@@ -135,10 +187,10 @@ class GhexUnstructured {
             k.levels_first != levels_first || k.outer_stride != outer_stride)
         {
             k = kept{values, levels, levels_first, outer_stride,
-                std::make_shared<field<T>>(m_domains[0], const_cast<T*>(values), levels,
+                std::make_shared<field<T>>(m_grid.first, const_cast<T*>(values), levels,
                     levels_first, outer_stride)};
         }
-        return m_pattern(*static_cast<field<T>*>(k.field.get()));  // a slot keeps its type
+        return m_grid.second(*static_cast<field<T>*>(k.field.get()));  // a slot keeps its type
     }
 
   private:
@@ -151,22 +203,8 @@ class GhexUnstructured {
         std::shared_ptr<void> field;
     };
 
-    std::vector<int> halos(const int* gids, const int* halo_lids, long nh)
-    {
-        std::vector<int> found(nh);
-        for (long k = 0; k < nh; ++k) found[k] = gids[halo_lids[k]];
-        return found;
-    }
-
-    pattern_type make_pattern(std::vector<int> halo_gids)
-    {
-        generator hgen(std::move(halo_gids));
-        return ghex::make_pattern<ghex::unstructured::grid>(m_context, hgen, m_domains);
-    }
-
     context                                       m_context;
-    std::vector<domain>                           m_domains;
-    pattern_type                                  m_pattern;
+    std::pair<domain, pattern_type>               m_grid;
 
   public:
     exchanger<co_type> exchange;
@@ -184,15 +222,10 @@ class GhexUnstructured {
 template<int D>
 class GhexRegular {
   public:
-    using dimension = std::integral_constant<int, D>;
-    using domain = ghex::structured::regular::domain_descriptor<int, dimension>;
-    using generator = ghex::structured::regular::halo_generator<int, dimension>;
-    using pattern_type = decltype(ghex::make_pattern<ghex::structured::grid>(
-        std::declval<ghex::context&>(), std::declval<generator&>(),
-        std::declval<std::vector<domain>&>()));
-    using co_type =
-        decltype(ghex::make_communication_object<pattern_type>(std::declval<ghex::context&>()));
-    using coordinates = std::array<int, D>;
+    using domain = typename regular_grid<D>::domain;
+    using pattern_type = typename regular_grid<D>::pattern_type;
+    using co_type = typename regular_grid<D>::co_type;
+    using coordinates = typename regular_grid<D>::coordinates;
     using strides = std::array<std::size_t, D>;
     // GHEX copies runs along the axis that `Layout` maps to D - 1: the field's unit stride.
     template<class T, class Layout>
@@ -261,17 +294,16 @@ class GhexRegular {
         auto found = m_patterns.find(key);
         if (found == m_patterns.end())
         {
-            coordinates first = m_first, last = m_last, global_first{}, global_last = m_global_last;
-            global_first.fill(0);
+            coordinates last = m_last, global_last = m_global_last;
             for (int a = m_decomposed; a < D; ++a)
             {
                 last[a] = extents[a] - 1;
                 global_last[a] = extents[a] - 1;
             }
-            std::vector<domain> domains{domain(m_context.rank(), first, last)};
-            generator hgen(global_first, global_last, m_halos, m_periodic);
-            auto pattern = ghex::make_pattern<ghex::structured::grid>(m_context, hgen, domains);
-            found = m_patterns.emplace(key, std::make_pair(domains[0], std::move(pattern))).first;
+            found = m_patterns
+                        .emplace(key, regular_grid<D>::make(m_context, m_first, last, global_last,
+                                          m_halos, m_periodic))
+                        .first;
         }
         return found->second;
     }
