@@ -61,7 +61,7 @@ class _CartesianPatterns:
         self._d = decomposition
         self._patterns: dict[tuple[tuple[int, ...], int], Any] = {}
 
-    def describe(self, array: np.ndarray, spec: FieldSpec, position: int) -> tuple | None:
+    def describe(self, array: np.ndarray, spec: FieldSpec) -> tuple | None:
         """GHEX's description of ``array``, ``None`` if its innermost axis is not contiguous."""
         *outer, inner = array.strides
         if array.shape[-1] > 1 and inner != array.itemsize or min(outer, default=1) <= 0:
@@ -131,7 +131,7 @@ class _UnstructuredPatterns:
             decomposition.halo_lids[dim].astype(np.int32).tobytes(),
         )
 
-    def describe(self, array: np.ndarray, spec: FieldSpec, position: int) -> tuple | None:
+    def describe(self, array: np.ndarray, spec: FieldSpec) -> tuple | None:
         """GHEX's description of ``array``, ``None`` if its rows are not contiguous."""
         row = array.itemsize * int(np.prod(spec.level_shape, dtype=np.int64))
         if array.ndim > 1 and not array[0].flags.c_contiguous or array.strides[0] < row:
@@ -173,11 +173,11 @@ class GhexTransport:
                     "fields (its C++ is built for GHEX's CPU architecture): use the 'mpi' or "
                     "'nccl' backend for GPU fields"
                 )
-            description = patterns.describe(array, spec, position)
+            description = patterns.describe(array, spec)
             if description is None:
                 dense = np.empty(array.shape, array.dtype)
                 staged.append((position, dense))
-                description = patterns.describe(dense, spec, position)
+                description = patterns.describe(dense, spec)
             described.append(description)
         return PreparedGhexExchange(self._native.Prepared(described), tuple(staged))
 

@@ -1,6 +1,8 @@
-// GHEX state of one compiled exchange (transports/ghex/expansion.py): the context, patterns and
-// communication object, created once per program instance from the exchange plan (an
-// unstructured dim's gids, or this rank's block of a cartesian domain), and the field
+// GHEX from C++: the context and the patterns of both grid kinds (unstructured_grid,
+// regular_grid), which the runtime exchange (transports/ghex/native.cpp) and the compiled one
+// (transports/ghex/expansion.py) share; and the state of one compiled exchange: its context,
+// patterns and communication object, created once per program instance from the exchange
+// plan (an unstructured dim's gids, or this rank's block of a cartesian domain), and the field
 // descriptors of the exchange in flight.
 #pragma once
 #include <mpi.h>
