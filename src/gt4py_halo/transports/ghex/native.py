@@ -3,12 +3,12 @@
 It cannot be built at installation: it compiles against GHEX's headers and libraries, which
 the optional ``ghex`` package brings, and pip installs that beside this package, not into
 its build environment. So the first 'ghex' exchange of an environment builds it (with the
-MPI C++ compiler wrapper ``mpicxx``, which GHEX's own build needs too) into a cache kept for
-later runs, ``$XDG_CACHE_HOME/gt4py_halo`` (default ``~/.cache/gt4py_halo``), under a name
-made from everything the build reads: its sources, GHEX's version and place, the compiler's
-identity, Python's. Processes building at once (the ranks of a job, or jobs sharing the
-folder) take turns on a file lock: one builds, the others then load what it wrote. A build is
-written whole or not at all.
+MPI C++ compiler wrapper ``mpicxx``, which GHEX's own build needs too: the environment's,
+else the one on PATH) into a cache kept for later runs, ``$XDG_CACHE_HOME/gt4py_halo``
+(default ``~/.cache/gt4py_halo``), under a name made from everything the build reads: its
+sources, GHEX's version and place, the compiler's identity, Python's. Processes building at
+once (the ranks of a job, or jobs sharing the folder) take turns on a file lock: one builds,
+the others then load what it wrote. A build is written whole or not at all.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def module() -> ModuleType:
     """The built module, built first where no build of these sources is cached."""
     global _module
     if _module is None:
-        compiler = shutil.which("mpicxx")
+        compiler = _compiler()
         if compiler is None:
             raise BackendUnavailableError(
                 "the 'ghex' backend builds its C++ exchange with the MPI C++ compiler wrapper "
@@ -59,6 +59,13 @@ def module() -> ModuleType:
         loader.exec_module(built)
         _module = built
     return _module
+
+
+def _compiler() -> str | None:
+    """The environment's ``mpicxx`` (the PyPI MPICH wheel's, which mpi4py uses), else the one
+    on PATH (a cluster's MPI)."""
+    beside = Path(sysconfig.get_path("scripts")) / "mpicxx"
+    return str(beside) if beside.exists() else shutil.which("mpicxx")
 
 
 def _cache() -> Path:
