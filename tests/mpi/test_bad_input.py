@@ -77,6 +77,20 @@ def test_dim_on_a_cartesian_decomposition(cartesian):
         ex.exchange(np.zeros(d.allocated_shape), dim="cell")
 
 
+def test_ghex_build_failing_on_one_rank_raises_on_every_rank(comm, monkeypatch):
+    """A rank that cannot build the 'ghex' transport's C++ (no mpicxx there) raises, and so do
+    the others, naming it, instead of waiting in GHEX's collective setup for it."""
+    from gt4py_halo.transports.ghex import native
+
+    d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
+    last = comm.size - 1
+    if comm.rank == last:
+        monkeypatch.setattr(native, "_module", None)  # (loaded by an earlier test)
+        monkeypatch.setattr(native, "_compiler", lambda: None)
+    with pytest.raises(gh.BackendUnavailableError, match=f"rank {last}: .*mpicxx"):
+        gh.make_exchange(d, backend="ghex")
+
+
 def test_unknown_backend():
     d = gh.CartesianDecomposition((8, 8), halo=1, periodic=True)
     with pytest.raises(gh.BackendError, match="unknown halo-exchange backend 'carrier-pigeon'"):

@@ -14,7 +14,7 @@ import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo.build_once import open_meeting_place
-from gt4py_halo.errors import DecompositionError, RanksDisagreeError
+from gt4py_halo.errors import DecompositionError, HaloError, RanksDisagreeError
 from gt4py_halo.gt4py_support import warn_if_oversubscribed
 
 
@@ -52,14 +52,16 @@ def free_communicator(comm: MPI.Comm) -> None:
         comm.Free()
 
 
-def raise_on_all_ranks(comm: MPI.Comm, problem: str | None) -> None:
-    """Raise ``DecompositionError`` on every rank if any rank reports a problem."""
+def raise_on_all_ranks(
+    comm: MPI.Comm, problem: str | None, error: type[HaloError] = DecompositionError
+) -> None:
+    """Raise ``error`` on every rank if any rank reports a problem."""
     problems = comm.allgather(problem)
     found = [(rank, p) for rank, p in enumerate(problems) if p is not None]
     if found:
         shown = "; ".join(f"rank {rank}: {p}" for rank, p in found[:4])
         more = f" (and {len(found) - 4} more ranks)" if len(found) > 4 else ""
-        raise DecompositionError(shown + more)
+        raise error(shown + more)
 
 
 def check_ranks_agree(comm: MPI.Comm, who: str, **values: object) -> None:

@@ -33,6 +33,7 @@ import numpy as np
 
 from gt4py_halo import profiling
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
+from gt4py_halo.decomposition.collective import raise_on_all_ranks
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import BackendUnavailableError, DecompositionError, FieldError
 from gt4py_halo.runtime.agreement import ALARM_AFTER_S, POLLS_PER_CLOCK
@@ -147,7 +148,12 @@ class GhexTransport:
 
     def __init__(self, decomposition: Any) -> None:
         self._decomposition = decomposition
-        self._native = native.module()
+        problem = None
+        try:  # (a rank that cannot build it must not leave the others in GHEX's collectives)
+            self._native = native.module()
+        except BackendUnavailableError as error:
+            problem = str(error)
+        raise_on_all_ranks(decomposition.comm, problem, BackendUnavailableError)
         self._context = self._native.Context(
             decomposition.comm.py2f(), ALARM_AFTER_S, POLLS_PER_CLOCK
         )
