@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -249,20 +250,26 @@ void context_dealloc(PyObject* op)
     Py_TYPE(op)->tp_free(op);
 }
 
-template<std::size_t N>
-bool read_ints(PyObject* sequence, std::array<int, N>& out, const char* what)
+// Reads N integers of `sequence` into `out` (each in the range of T, and >= 0 where T is
+// unsigned); false, with the error set, where it cannot.
+template<class T, std::size_t N>
+bool read_ints(PyObject* sequence, std::array<T, N>& out, const char* what)
 {
     PyObject* fast = PySequence_Fast(sequence, what);
     if (!fast) return false;
     bool ok = PySequence_Fast_GET_SIZE(fast) == static_cast<Py_ssize_t>(N);
     for (std::size_t k = 0; ok && k < N; ++k)
     {
-        long value = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, k));
-        ok = !(value == -1 && PyErr_Occurred());
-        out[k] = static_cast<int>(value);
+        long long value = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, k));
+        ok = !(value == -1 && PyErr_Occurred()) &&
+             value >= static_cast<long long>(std::numeric_limits<T>::min()) &&
+             (value < 0 || static_cast<unsigned long long>(value) <=
+                               static_cast<unsigned long long>(std::numeric_limits<T>::max()));
+        out[k] = static_cast<T>(value);
     }
     Py_DECREF(fast);
-    if (!ok && !PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: %zu integers", what, N);
+    if (!ok && !PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "%s: %zu integers in range", what, N);
     return ok;
 }
 
@@ -354,22 +361,6 @@ void pattern_dealloc(PyObject* op)
     Py_TYPE(op)->tp_free(op);
 }
 
-bool read_sizes(PyObject* sequence, std::array<std::size_t, 4>& out, const char* what)
-{
-    PyObject* fast = PySequence_Fast(sequence, what);
-    if (!fast) return false;
-    bool ok = PySequence_Fast_GET_SIZE(fast) == 4;
-    for (std::size_t k = 0; ok && k < 4; ++k)
-    {
-        Py_ssize_t value = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(fast, k));
-        ok = value >= 0;
-        out[k] = static_cast<std::size_t>(value);
-    }
-    Py_DECREF(fast);
-    if (!ok && !PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: 4 sizes", what);
-    return ok;
-}
-
 // Prepared(fields): the exchange of `fields`, each (pattern, address, ...) over patterns of
 // one kind: regular (pattern, address, extents, byte strides), 4 axes each (the innermost in
 // bytes, of stride 1); unstructured (pattern, address, bytes per index, bytes between
@@ -426,15 +417,14 @@ PyObject* prepared_new(PyTypeObject* type, PyObject* args, PyObject*)
             }
             if (pattern->is_regular)
             {
-                std::array<std::size_t, 4> extents, strides;
-                if (!read_sizes(a_, extents, "extents") || !read_sizes(b_, strides, "strides"))
+                regular::coordinates       extents;
+                std::array<std::size_t, 4> strides;
+                if (!read_ints(a_, extents, "extents") || !read_ints(b_, strides, "strides"))
                     throw python_error{};
-                regular::coordinates ext;
-                for (int a = 0; a < 4; ++a) ext[a] = static_cast<int>(extents[a]);
                 regulars->add(pattern->on_grid->second,
                     std::make_unique<regular_field>(ghex::wrap_field<ghex::cpu,
                         gridtools::layout_map<0, 1, 2, 3>>(pattern->on_grid->first, values,
-                        pattern->offsets, ext, strides)));
+                        pattern->offsets, extents, strides)));
             }
             else
             {

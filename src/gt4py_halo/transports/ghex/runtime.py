@@ -11,7 +11,7 @@ outermost, of extent 1; at most 4 axes in all), its innermost axis merged with i
 bytes; an unstructured one as a row of bytes per local index. Messages are laid out by the
 grid (never by a field's memory layout), so ranks whose fields differ in layout exchange exact
 halos. A field whose innermost axis (cartesian) or row (unstructured) is not contiguous
-travels through a dense copy of it, its halo copied back when the exchange is finished.
+travels through a dense copy of it, copied back when the exchange is finished.
 
 What is built once: the context (per transport); patterns, per plan and the bytes of a row
 (cartesian: and the level shape); a field set's descriptors and buffer infos with the
