@@ -41,7 +41,7 @@ from gt4py_halo.compiled.host_staging import (
     mirror,
     mirror_fields,
 )
-from gt4py_halo.compiled.in_place import MAX_RUNS
+from gt4py_halo.compiled.in_place import MAX_RUNS, posts
 from gt4py_halo.compiled.nodes import HaloExchange
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
@@ -198,21 +198,29 @@ if (!__state->{uid}_ready) {{
                     if condition is None:
                         continue
                     sender = k if call == "MPI_Isend" else self.opposite[k]
-                    direct = self.direct_condition(kind, k, cpp=True)
                     lines.append(f"if (peers[{k}] >= 0 && {condition}) {{")
-                    for where in ("field", "arena"):
-                        lines.append(f"if ({direct}) {{" if where == "field" else "} else {")
-                        for j, (i, runs) in enumerate(self.in_place[(arena.name, k)]):
-                            tag = self.node.spec.tag_base + nfield + sender * nfield + i
-                            size = arena.dtype.bytes
-                            base = f"field{i}" if where == "field" else f"_{arena.name}"
-                            post = (
-                                f"{call}((char*){base} + at * {size}, (int)(run * {size}), "
-                                f"MPI_BYTE, peers[{k}], {tag}, comm, &requests[posted++]);"
-                            )
-                            if where == "arena":  # field j of the group, packed
-                                runs = runs.packed(segment.offset + j * segment.size)
-                            lines += runs.posts(post)
+                    fields = self.in_place[(arena.name, k)]
+                    size = arena.dtype.bytes
+                    tags = [
+                        self.node.spec.tag_base + nfield + sender * nfield + i for i, _ in fields
+                    ]
+                    post = (
+                        f"{call}(base[f] + at * {size}, (int)(run * {size}), MPI_BYTE, "
+                        f"peers[{k}], tags[f], comm, &requests[posted++]);"
+                    )
+                    # from and into the fields themselves, or the runs packed in the arena
+                    direct = self.direct_condition(kind, k, cpp=True)
+                    in_fields = [f"(char*)field{i}" for i, _ in fields]
+                    packed = [
+                        runs.packed(segment.offset + j * segment.size)
+                        for j, (_, runs) in enumerate(fields)
+                    ]
+                    for test, boxes, bases in (
+                        (f"if ({direct}) {{", [runs for _, runs in fields], in_fields),
+                        ("} else {", packed, [f"(char*)_{arena.name}"] * len(fields)),
+                    ):
+                        tables = {"char* const base[]": bases, "const int tags[]": tags}
+                        lines += [test, *posts(boxes, tables, post)]
                     lines += ["}", "}"]
         lines += [f"__state->{uid}_posted = posted;", "}"]
         return lines
