@@ -5,15 +5,21 @@ stencil; 128x128x80, halo (3,3,0)) built on one rank into empty caches in a temp
 ``--again`` builds it a second time in a new process with GT4Py's translations kept and the
 step's record removed (what a code change in the step itself costs: parse, lowering, code
 generation, gcc). ``--profile FILE`` writes a cProfile of the build (which slows Python-heavy
-parts, sympy most). Prints the seconds of the first call.
+parts, sympy most); ``--phases`` prints the wall-clock seconds of the build's phases instead
+(GT4Py's translation, DaCe's parse and simplify, our lowering, code generation, CMake and
+the compiler). Prints the seconds of the first call.
 
-Run:  python -O benchmarks/first_build.py [--again] [--profile FILE]
+The package is imported from where Python finds it: an earlier commit's ``src`` first on
+``PYTHONPATH`` builds the same step with that commit's code (the A/B in docs/benchmarks.md).
+
+Run:  python -O benchmarks/first_build.py [--again] [--profile FILE | --phases]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import os
 import shutil
 import subprocess
@@ -23,13 +29,15 @@ import time
 from pathlib import Path
 
 
-def build(profile: str | None) -> None:
+def build(profile: str | None, phases: bool) -> None:
     """In a process whose caches point into the folder of the run: one first call."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import compiled_step as cs
     import numpy as np
 
     import gt4py_halo as gh
+
+    spent = time_phases() if phases else {}
 
     d = gh.CartesianDecomposition((128, 128, 80), halo=(3, 3, 0), periodic=True)
     fields = [cs.as_field(np.random.default_rng(n).random(d.allocated_shape)) for n in range(20)]
@@ -43,18 +51,55 @@ def build(profile: str | None) -> None:
     step(*fields, *bounds)
     profiler.disable()
     print(f"first call: {time.perf_counter() - start:.1f} s", flush=True)
+    for phase, seconds in spent.items():
+        print(f"  {phase}: {seconds:.1f} s")
     if profile:
         profiler.dump_stats(profile)
+
+
+def time_phases() -> dict[str, float]:
+    """Wraps the functions a build passes through with wall-clock timers; returns the
+    seconds spent in each, filled as the build goes (nested phases count in both)."""
+    import dace
+    from dace.codegen import codegen, compiler
+
+    from gt4py_halo.compiled import gt4py_translations, program
+
+    spent: dict[str, float] = {}
+
+    def timed(phase: str, owner: object, name: str) -> None:
+        wrapped = getattr(owner, name)
+
+        @functools.wraps(wrapped)
+        def timer(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return wrapped(*args, **kwargs)
+            finally:
+                spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, timer)
+
+    timed("GT4Py translation", gt4py_translations, "_TRANSLATE")
+    timed("DaCe parse (with the translation)", program.Program, "_parse")
+    timed("DaCe simplify (every call)", dace.SDFG, "simplify")
+    timed("exchange lowering", program, "lower_halo_exchanges")
+    timed("build digest", program, "build_digest")
+    timed("code generation", codegen, "generate_code")
+    timed("saving the SDFG", dace.SDFG, "save")
+    timed("CMake and the compiler", compiler, "configure_and_compile")
+    return spent
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--again", action="store_true")
     parser.add_argument("--profile", default=None)
+    parser.add_argument("--phases", action="store_true")
     parser.add_argument("--in-folder", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_folder:
-        build(args.profile)
+        build(args.profile, args.phases)
         return
     folder = tempfile.mkdtemp(prefix="first_build_")
     env = {
@@ -69,6 +114,7 @@ def main() -> None:
         for n, run in enumerate(runs):
             profile = args.profile if n == len(runs) - 1 else None
             extra = ["--profile", os.path.abspath(profile)] if profile else []
+            extra += ["--phases"] if args.phases else []
             print(f"{run}: ", end="", flush=True)
             subprocess.run(
                 [*command, "--in-folder", folder, *extra], cwd=folder, env=env, check=True
