@@ -78,7 +78,7 @@ class Runs:
         return Runs(self.length, outer, first)
 
 
-def posts(boxes: list[Runs], tables: dict[str, list[str]], post: str) -> list[str]:
+def posts(boxes: list[Runs], tables: dict[str, list[Any]], post: str) -> list[str]:
     """C++ calling ``post`` once per run of each box of ``boxes`` (a box per field), box after
     box, each box's runs in order: the same order on every rank. Boxes cut alike (the same
     run length and extents, as the fields of an arena's group are) share one loop over C
