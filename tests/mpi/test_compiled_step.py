@@ -297,29 +297,35 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
     the arenas: C, Fortran and padded layouts, two fields sharing an arena, blocking and
     split phase, open and periodic axes, and new arrays at the second call. A field padded on
     odd ranks only (GT4Py pads some blocks and not others) shares an arena with a dense one:
-    the same code on every rank, the padded ranks move the runs through their arenas."""
+    the same code on every rank, the padded ranks move the runs through their arenas. A GT4Py
+    field of its default allocation (``I`` of unit stride on a CPU: not C-ordered, so packed)
+    shares e's arena."""
     d = gh.CartesianDecomposition(
         (23, 19, 6), halo=((2, 1), (1, 2), (0, 0)), periodic=(True, False, True)
     )
     ex = gh.make_exchange(d)
 
     @gh.program(comm=comm, in_place_min_bytes=min_bytes)
-    def exchange_runs(a, b, c, e, g):
+    def exchange_runs(a, b, c, e, g, u):
         h = ex.start(a, c, g)
-        ex.exchange(b, e)
+        ex.exchange(b, e, u)
         h.finish()
 
     specs = [((), np.float64, "C"), ((2,), np.int32, "F"), ((), np.float32, "P")]
     specs.append(((), np.float64, "C"))  # shares a's arena
     specs.append(((), np.float64, "P" if comm.rank % 2 else "C"))  # shares a's arena
+    specs.append(((), np.float64, "gt4py"))  # shares e's arena
 
     def fresh():
-        return [
-            padded(filled_local(d, levels, dtype))
-            if order == "P"
-            else filled_local(d, levels, dtype, order)
-            for levels, dtype, order in specs
-        ]
+        made = []
+        for levels, dtype, order in specs:
+            if order == "gt4py":
+                made.append(gtx.as_field([I, J, K], filled_local(d, levels, dtype)))
+            elif order == "P":
+                made.append(padded(filled_local(d, levels, dtype)))
+            else:
+                made.append(filled_local(d, levels, dtype, order))
+        return made
 
     fields = fresh()
     lowered = exchange_runs.to_sdfg(*fields)
@@ -335,7 +341,8 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
     for _ in range(2):
         exchange_runs(*fields)
         for field, (levels, dtype, _) in zip(fields, specs):
-            np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+            got = field if isinstance(field, np.ndarray) else field.asnumpy()
+            np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
         fields = fresh()
 
 
