@@ -22,13 +22,14 @@ import gt4py.next as gtx
 import numpy as np
 import pytest
 from conftest import at_most_ranks
-from dace.sdfg.nodes import MapEntry
+from dace.sdfg.nodes import MapEntry, NestedSDFG
 from halo_reference import SENTINEL, expected_local, filled_local, gpu_or_skip
 from mpi4py import MPI
 
 import gt4py_halo as gh
 from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.nodes import HaloExchange
+from gt4py_halo.compiled.shared_functions import shared_name
 
 EDGE, K = gtx.Dimension("Edge"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
 I, J = gtx.Dimension("I"), gtx.Dimension("J")
@@ -231,6 +232,12 @@ def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:
     np.testing.assert_array_equal(compiled_w, w.asnumpy())
 
 
+def lowered_labels(copy_maps: dict) -> dict:
+    """A fusion report's copy maps (label -> ``CopyMap``) by their labels in the lowered step,
+    where exchanges alike share one function (``shared_functions.py``)."""
+    return {shared_name(label, copy.uid): copy for label, copy in copy_maps.items()}
+
+
 def test_compiled_exchange_fills_exact_halos(comm) -> None:
     """Several fields of one call: asymmetric halo, open boundary, levels in Fortran order;
     the copy maps of the two fields of one shape fused into one per direction."""
@@ -253,7 +260,8 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
     maps = [
         n.map.label for n, _ in lowered.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)
     ]
-    per_direction = collections.Counter(report.copy_maps.get(label) for label in maps)
+    copy_maps = lowered_labels(report.copy_maps)
+    per_direction = collections.Counter(copy_maps.get(label) for label in maps)
     assert set(per_direction.values()) == {3}, "a copy map left alone where fusion applies"
     for _ in range(2):  # the second call reuses the persistent requests
         exchange_only(*fields)
@@ -347,6 +355,49 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_exchanges_alike_share_one_function(comm, backend) -> None:
+    """Exchanges alike (fields of one count, dtype, layout and halo; one transport and phase)
+    compile to one C++ function (``shared_functions.py``), each keeping its own requests,
+    tags and segment offsets: two blocking exchanges, and two split pairs in flight at once,
+    of fields holding different values, NumPy's and GT4Py's default (padded) ones, on uneven
+    blocks. Exact halos at the first call and at a second one (on new arrays)."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=((2, 1), (1, 2)), periodic=(True, False))
+    ex = gh.make_exchange(d, backend)
+
+    @gh.program(comm=comm)
+    def alike(a, b, c, e, f, g):
+        ex.exchange(a, b)
+        ex.exchange(c, e)  # alike the first
+        h = ex.start(f)
+        k = ex.start(g)  # alike h, in flight with it
+        k.finish()
+        h.finish()
+
+    layouts = ["numpy", "gt4py", "numpy", "gt4py", "gt4py", "gt4py"]
+
+    def fields():
+        made = []
+        for n, layout in enumerate(layouts):
+            local = filled_local(d, (), np.float64)
+            local[d.owned] += 1000 * n  # each field its own values: no message goes astray
+            made.append(gtx.as_field([I, J], local) if layout == "gt4py" else local)
+        return made
+
+    lowered = alike.to_sdfg(*fields())
+    nested = [n.sdfg for n, _ in lowered.all_nodes_recursive() if isinstance(n, NestedSDFG)]
+    assert len(nested) == 6  # two blocking exchanges, two starts, two finishes
+    assert len({sdfg.hash_sdfg() for sdfg in nested}) == 3, "one function per phase"
+    for _ in range(2):
+        made = fields()
+        alike(*made)
+        for n, field in enumerate(made):
+            expected = expected_local(d, (), np.float64)
+            expected[expected != SENTINEL] += 1000 * n
+            local = field.asnumpy() if isinstance(field, gtx.Field) else field
+            np.testing.assert_array_equal(local, expected)
+
+
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_new_shapes_reuse_the_build_with_buffers_of_their_own(comm, backend) -> None:
     """Fields with more levels than at the first call (the same exchange, the same build):
     the message buffers and persistent requests (GHEX: patterns) must be those of the new
@@ -404,7 +455,7 @@ def test_one_copy_map_per_arena_fills_exact_halos(comm) -> None:
     labels = [n.map.label for n, _ in lowered.all_nodes_recursive() if isinstance(n, MapEntry)]
     kinds = collections.Counter(m[1] for m in map(ARENA_COPY.search, labels) if m)
     assert kinds == {"pack": 4, "unpack": 4}  # one per arena: 2 exchanges x 2 groups
-    copy_maps = exchange_only.fusion_report(*fields).copy_maps
+    copy_maps = lowered_labels(exchange_only.fusion_report(*fields).copy_maps)
     assert {copy_maps[label].kind for label in labels if label in copy_maps} <= {"self"}
     for _ in range(2):
         exchange_only(*fields)
@@ -430,7 +481,7 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     nodes = [n for n, _ in lowered.all_nodes_recursive()]
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n in nodes)
     assert not lowered.callback_mapping, "a Python callback in the compiled step"
-    copy_maps = step.fusion_report(*args).copy_maps
+    copy_maps = lowered_labels(step.fusion_report(*args).copy_maps)
     maps = [copy_maps.get(n.map.label) for n in nodes if isinstance(n, dace.nodes.MapEntry)]
     # per direction, packed unless the producer stencil did (a run-time test), and unpacked
     assert sum(key.kind == "pack" for key in maps if key) == 2 * 8  # 8 directions in 2-D

@@ -32,6 +32,8 @@ class Lowered:
     copy_maps: dict[str, CopyMap] = dataclasses.field(default_factory=dict)
     host_tasklets: set[str] = dataclasses.field(default_factory=set)
     producers: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: the nested SDFGs the expansions made: name -> the exchange's uid (``shared_functions``)
+    exchanges: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def copy_map(self, entry: Any, copies: CopyMap) -> None:
         """Record the map of ``entry`` (a ``MapEntry``) as one that ``copies``."""

@@ -63,6 +63,7 @@ from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
 from gt4py_halo.compiled.placement import PlacedInStep, Placement, place_exchanges
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
+from gt4py_halo.compiled.shared_functions import share_exchange_functions
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
 from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
@@ -410,6 +411,8 @@ class Program:
             else:
                 order_maps_by_strides(sdfg)
         timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
+        if self._device == "cpu":
+            share_exchange_functions(sdfg, lowered.exchanges)
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         add_again_entry(sdfg)
@@ -612,6 +615,7 @@ def lower_halo_exchanges(
         for new in set(state.nodes()) - before:
             if isinstance(new, dace.nodes.NestedSDFG):
                 new.no_inline = separate
+                lowered.exchanges[new.sdfg.name] = node.spec.uid
     log.debug(
         "lowered %d halo exchange node(s) of %s, %d split-phase pair(s)",
         len(found),

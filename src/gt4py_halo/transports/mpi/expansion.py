@@ -43,6 +43,7 @@ from gt4py_halo.compiled.host_staging import (
 )
 from gt4py_halo.compiled.in_place import MAX_RUNS, posts
 from gt4py_halo.compiled.nodes import HaloExchange
+from gt4py_halo.compiled.shared_functions import TAG_BASE, exchange_constant
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
 
@@ -72,12 +73,16 @@ class _MpiLowering(ArenaLowering):
             run.append(f"if (__state->{uid}_count > 0) {WAIT_FOR_STREAM}")
         run.append(f"MPI_Startall(__state->{uid}_count, __state->{uid}_requests);")
         init_code = "\n    ".join(init)
-        code = f"""
+        code = (
+            exchange_constant(TAG_BASE, node.spec.tag_base)
+            + f"""
 if (!__state->{uid}_ready) {{
     {init_code}
     __state->{uid}_ready = 1;
 }}
-""" + "\n".join(run)
+"""
+            + "\n".join(run)
+        )
         arenas = self.recvs + self.sends
         freed = free_mirrors(a.name for a in arenas) if self.gpu else ""
         exit_code = f"""{{
@@ -107,7 +112,7 @@ if (!__state->{uid}_ready) {{
         side = self.sends if kind == "Send" else self.recvs
         size = arena.dtype.bytes
         listing = lambda values: ", ".join(values)
-        tag = self.node.spec.tag_base + arena.group
+        tag = f"{TAG_BASE} + {arena.group}"
         return [
             "{",
             f"    const int dirs[] = {{{listing(str(s.direction) for s in segments)}}};",
@@ -201,9 +206,7 @@ if (!__state->{uid}_ready) {{
                     lines.append(f"if (peers[{k}] >= 0 && {condition}) {{")
                     fields = self.in_place[(arena.name, k)]
                     size = arena.dtype.bytes
-                    tags = [
-                        self.node.spec.tag_base + nfield + sender * nfield + i for i, _ in fields
-                    ]
+                    tags = [f"{TAG_BASE} + {nfield + sender * nfield + i}" for i, _ in fields]
                     post = (
                         f"{call}(base[f] + at * {size}, (int)(run * {size}), MPI_BYTE, "
                         f"peers[{k}], tags[f], comm, &requests[posted++]);"

@@ -20,6 +20,7 @@ from gt4py_halo.compiled import host_staging as staging
 from gt4py_halo.compiled.gather_lowering import ExpandThroughGathers, Messages
 from gt4py_halo.compiled.graph import HostCode
 from gt4py_halo.compiled.nodes import UnstructuredHaloExchange
+from gt4py_halo.compiled.shared_functions import TAG_BASE, exchange_constant
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
 
@@ -46,7 +47,7 @@ def _start_code(
         lines.append(
             f"    MPI_{kind}_init({wire} + {ptr}[p] * ({cells}), "
             f"({ptr}[p + 1] - {ptr}[p]) * ({cells}) * {dtype.bytes}, MPI_BYTE, neighbours[p], "
-            f"{node.spec.tag_base + i}, comm, &__state->{uid}_requests[n++]);"
+            f"{TAG_BASE} + {i}, comm, &__state->{uid}_requests[n++]);"
         )
     lines.append("}")
     init = "\n    ".join(lines)
@@ -54,7 +55,9 @@ def _start_code(
     if gpu:  # the gathered messages to the host; MPI may only read them after this
         copies = [_stage(sdfg, name, to_host=True) for name, *_ in sends]
         copy_to_host = "\n".join([*copies, staging.WAIT_FOR_STREAM])
-    code = f"""
+    code = (
+        exchange_constant(TAG_BASE, node.spec.tag_base)
+        + f"""
 if (!__state->{uid}_ready) {{
     {init}
     __state->{uid}_ready = 1;
@@ -62,6 +65,7 @@ if (!__state->{uid}_ready) {{
 {copy_to_host}
 MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
 """
+    )
     exit_code = f"""{{
     int finalized = 0;
     MPI_Finalized(&finalized);
