@@ -186,7 +186,8 @@ class Program:
             valid.pop(id(values[position]), None)
 
     def fusion_report(self, *args: Any) -> FusionReport:
-        """Which exchange copy maps the pipeline fused for a call with ``args``."""
+        """Which exchange copy maps the pipeline fused for a call with ``args``, by the labels
+        the expansions gave them (in ``to_sdfg``'s graph: ``shared_functions.shared_name``)."""
         values = [_plain(a) for a in args]
         return self._lower(values, _layout_symbols(values))[1]
 
