@@ -682,6 +682,42 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_unstructured_exchanges_alike_share_one_function(comm, backend) -> None:
+    """Unstructured exchanges alike share one function too (``shared_functions.py``): two
+    exchanges of GT4Py's default (Edge, K) fields (padded) one after the other, and one of a
+    C-ordered cell field (another layout: a function of its own), each field with values of
+    its own; exact halos at the first and a second call."""
+    from test_unstructured_exchange import local_field, random_mesh, values
+
+    d = gh.UnstructuredDecomposition(random_mesh(comm, seed=5))
+    ex = gh.make_exchange(d, backend=backend)
+
+    @gh.program(comm=comm)
+    def three(e, e2, c):
+        ex.exchange(e, dim="edge")
+        ex.exchange(e2, dim="edge")  # alike the first
+        ex.exchange(c, dim="cell")
+
+    specs = [("edge", 3.0), ("edge", 5.0), ("cell", 7.0)]  # each field scaled: its own values
+
+    def fields():
+        made = [local_field(d, dim, (2,), np.float64) * scale for dim, scale in specs]
+        return [gtx.as_field([EDGE, K], f) for f in made[:2]] + made[2:]
+
+    lowered = three.to_sdfg(*fields())
+    nested = [n.sdfg for n, _ in lowered.all_nodes_recursive() if isinstance(n, NestedSDFG)]
+    assert len(nested) == 3
+    assert len({sdfg.hash_sdfg() for sdfg in nested}) == 2, "the edge exchanges share one"
+    for _ in range(2):
+        made = fields()
+        three(*made)
+        for field, (dim, scale) in zip(made, specs):
+            gids = np.concatenate([d.owned_gids[dim], d.halo_gids[dim]])
+            local = field.asnumpy() if isinstance(field, gtx.Field) else field
+            np.testing.assert_array_equal(local, values(gids, (2,), np.float64) * scale)
+
+
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_compiled_exchange_of_interleaved_local_layouts(comm, backend) -> None:
     """Owned and halo entries interleaved in local arrays (``from_local_gids``, as ICON4Py's
     may be): the compiled step writes every halo entry at its position, as the runtime does,
