@@ -12,8 +12,9 @@ as an MPI message of its own, posted by the start tasklet and waited for by the 
 (``in_place.py``): straight from and into the fields, skipping the pack and unpack maps, where
 this rank's fields are dense (a run-time test), else from and into the arena segments.
 
-The requests live in the program's state struct under the node's ``uid``: an exchange
-allocates nothing and creates no request after its first call.
+The requests live in the program's state struct under the node's ``uid`` (on a CPU, in the
+element of the struct array the exchanges sharing its function index, ``shared_functions.py``):
+an exchange allocates nothing and creates no request after its first call.
 
 The PyPI MPICH is not CUDA-aware: for GPU fields MPI works on pinned host mirrors of the
 device arenas (in the state struct, allocated on the first call), and the MPI tasklets copy
@@ -206,7 +207,9 @@ if (!__state->{uid}_ready) {{
                     lines.append(f"if (peers[{k}] >= 0 && {condition}) {{")
                     fields = self.in_place[(arena.name, k)]
                     size = arena.dtype.bytes
-                    tags = [f"{TAG_BASE} + {nfield + sender * nfield + i}" for i, _ in fields]
+                    tags = [
+                        f"(int)({TAG_BASE} + {nfield + sender * nfield + i})" for i, _ in fields
+                    ]
                     post = (
                         f"{call}(base[f] + at * {size}, (int)(run * {size}), MPI_BYTE, "
                         f"peers[{k}], tags[f], comm, &requests[posted++]);"
