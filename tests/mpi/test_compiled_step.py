@@ -278,6 +278,21 @@ def padded(a: np.ndarray) -> np.ndarray:
     return view
 
 
+def local_fields(d: gh.CartesianDecomposition, specs: list) -> list:
+    """Fields filled by ``filled_local``, per (levels, dtype, order) of ``specs``: order
+    ``"C"``/``"F"`` NumPy's, ``"P"`` padded (``padded``), ``"gt4py"`` GT4Py's default (I, J, K)
+    field."""
+    made = []
+    for levels, dtype, order in specs:
+        if order == "gt4py":
+            made.append(gtx.as_field([I, J, K], filled_local(d, levels, dtype)))
+        elif order == "P":
+            made.append(padded(filled_local(d, levels, dtype)))
+        else:
+            made.append(filled_local(d, levels, dtype, order))
+    return made
+
+
 def test_strides_that_coincide_on_some_ranks_only(comm) -> None:
     """A second call whose two fields' strides coincide on even ranks only (one padded on odd
     ranks) runs on every rank: strides are no part of a build's key, which would send the odd
@@ -325,15 +340,7 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
     specs.append(((), np.float64, "gt4py"))  # shares e's arena
 
     def fresh():
-        made = []
-        for levels, dtype, order in specs:
-            if order == "gt4py":
-                made.append(gtx.as_field([I, J, K], filled_local(d, levels, dtype)))
-            elif order == "P":
-                made.append(padded(filled_local(d, levels, dtype)))
-            else:
-                made.append(filled_local(d, levels, dtype, order))
-        return made
+        return local_fields(d, specs)
 
     fields = fresh()
     lowered = exchange_runs.to_sdfg(*fields)
@@ -789,15 +796,7 @@ def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend
     specs += [((), np.float64, "P"), ((5,), np.float64, "gt4py")]
 
     def fresh():
-        made = []
-        for levels, dtype, order in specs:
-            if order == "gt4py":
-                made.append(gtx.as_field([I, J, K], filled_local(d, levels, dtype)))
-            elif order == "P":
-                made.append(padded(filled_local(d, levels, dtype)))
-            else:
-                made.append(filled_local(d, levels, dtype, order))
-        return made
+        return local_fields(d, specs)
 
     fields = fresh()
     for _ in range(2):  # the second call reuses the persistent requests (GHEX: patterns)

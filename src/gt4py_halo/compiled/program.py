@@ -413,8 +413,7 @@ class Program:
                 order_maps_by_strides(sdfg)
         timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
         if self._device == "cpu":
-            functions = share_exchange_functions(sdfg, lowered.exchanges)
-            log.debug("%d exchange(s), %d function(s)", len(lowered.exchanges), functions)
+            share_exchange_functions(sdfg, lowered.exchanges)
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         add_again_entry(sdfg)

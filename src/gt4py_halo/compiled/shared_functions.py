@@ -8,16 +8,17 @@ the members of the program's state struct it keeps). So a step exchanging two se
 alike (count, dtype, layout, halo, transport) compiled the same copy loops twice; for 10
 fields of a 3-D halo that is seconds of the C compiler per exchange.
 
-``share_exchange_functions`` runs after every pass that finds an exchange's nodes by their
-labels (fusion, the GPU transformation, timers) and renames, inside each exchange's nested
-SDFG (a function of its own, ``lower_halo_exchanges(separate=True)``):
+``share_exchange_functions`` runs on CPU steps (on a GPU each exchange keeps a function of its
+own until that path has run on a device), after every pass that finds an exchange's nodes by
+their labels (fusion, timers), and renames, inside each exchange's nested SDFG (a function of
+its own, ``lower_halo_exchanges(separate=True)``):
 
 - the uid, in data names, connectors, symbols and labels, to ``gh``;
 - the symbols of the arguments' descriptors (the fields' shapes and strides) to ``gh_s<n>``,
   numbered in the order of the arguments; the values arrive through the node's
   ``symbol_mapping``, as do the segment offsets and the exchange's first tag (``TAG_BASE``);
 - the state members of its tasklets (named ``<uid>_<member>`` by every transport: requests,
-  counters, GHEX objects, pinned mirrors) to members of a struct, one element per exchange
+  counters, GHEX objects) to members of a struct, one element per exchange
   using that function: ``__state->gh_<digest>[gh_instance].<member>``, ``gh_instance`` a
   symbol the call passes. A split pair's finish reads its start's element. The transports'
   exit code runs once per element.
@@ -62,9 +63,9 @@ def _own(uid: str) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(uid)}(?=_|$)")
 
 
-def share_exchange_functions(sdfg: dace.SDFG, exchanges: dict[str, str]) -> int:
+def share_exchange_functions(sdfg: dace.SDFG, exchanges: dict[str, str]) -> None:
     """Rename the nested SDFGs of the exchanges (``exchanges``: nested SDFG name -> uid) so
-    that exchanges alike share one function; return how many functions they make."""
+    that exchanges alike share one function."""
     nested: dict[str, list[tuple[Any, dace.SDFGState]]] = {}
     for node, state in sdfg.all_nodes_recursive():
         if isinstance(node, dace.nodes.NestedSDFG) and node.sdfg.name in exchanges:
@@ -87,7 +88,6 @@ def share_exchange_functions(sdfg: dace.SDFG, exchanges: dict[str, str]) -> int:
             _declare(node, struct, len(uids), members, exit_code)
             for other, _ in nested[uid]:
                 _bind(other, struct, instance)
-    return len({node.sdfg.hash_sdfg() for nodes in nested.values() for node, _ in nodes})
 
 
 def _follows_naming(uid: str, nodes: list[tuple[Any, dace.SDFGState]]) -> bool:
