@@ -880,11 +880,61 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
         h.finish()
         h.finish()
 
-    a = np.zeros(d.allocated_shape)
+    @gh.program(comm=comm)
+    def first_of_a_name_never_finished(a, b):
+        h = ex.start(a)
+        h = ex.start(b)
+        h.finish()
+
+    @gh.program(comm=comm)
+    def second_of_a_name_finished_twice(a, b):
+        h = ex.start(a)
+        h.finish()
+        h = ex.start(b)
+        h.finish()
+        h.finish()
+
+    a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
     with pytest.raises(gh.ProgramError, match="started .* but never finished"):
         never_finished(a)
     with pytest.raises(gh.ProgramError, match="finish\\(\\) called twice"):
         finished_twice(a)
+    with pytest.raises(gh.ProgramError, match="started .* but never finished"):
+        first_of_a_name_never_finished(a, b)
+    with pytest.raises(gh.ProgramError, match="finish\\(\\) called twice"):
+        second_of_a_name_finished_twice(a, b)
+
+
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_a_name_given_the_next_start_finishes_it(comm, backend) -> None:
+    """``h = ex.start(a) ... h.finish()``, then ``h = ex.start(b)`` with a blocking exchange
+    in flight beside it, ``h.finish()``: each finish completes its own start. Fields of
+    different values, NumPy's and GT4Py's default (padded) ones, uneven blocks; exact halos
+    at two calls."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=((2, 1), (1, 2)), periodic=(True, False))
+    ex = gh.make_exchange(d, backend)
+
+    @gh.program(comm=comm)
+    def reused(a, b, c):
+        h = ex.start(a)
+        h.finish()
+        h = ex.start(b)
+        ex.exchange(c)
+        h.finish()
+
+    layouts = ["gt4py", "numpy", "gt4py"]
+    for _ in range(2):
+        made = []
+        for n, layout in enumerate(layouts):
+            local = filled_local(d, (), np.float64)
+            local[d.owned] += 1000 * n  # each field its own values: no message goes astray
+            made.append(gtx.as_field([I, J], local) if layout == "gt4py" else local)
+        reused(*made)
+        for n, field in enumerate(made):
+            expected = expected_local(d, (), np.float64)
+            expected[expected != SENTINEL] += 1000 * n
+            local = field.asnumpy() if isinstance(field, gtx.Field) else field
+            np.testing.assert_array_equal(local, expected)
 
 
 def test_ranks_that_disagree_are_named_on_every_rank(comm) -> None:

@@ -39,7 +39,7 @@ class ExchangeToken(dace.data.Array):
 
 @oprepo.replaces_method("ExchangeToken", "finish")
 def _finish(visitor: Any, sdfg: dace.SDFG, state: dace.SDFGState, token: str) -> None:
-    found = _call_writing(sdfg, token)
+    found = _start_holding(sdfg, token)
     if found is None:
         raise DaceSyntaxError(
             visitor,
@@ -47,10 +47,15 @@ def _finish(visitor: Any, sdfg: dace.SDFG, state: dace.SDFGState, token: str) ->
             f"{token}.finish(): the ex.start(...) it belongs to must be called in the same "
             "function of the step",
         )
+    token, start_state, start_call, copy_edges = found
     if getattr(sdfg.arrays[token], "finished", False):
         raise DaceSyntaxError(visitor, None, "finish() called twice on one split-phase exchange")
     sdfg.arrays[token].finished = True
-    start_state, start_call = found
+    for copy_state, e in copy_edges:  # the finish reads the start's own token: the copy is dead
+        copy_state.remove_edge(e)
+        for node in (e.src, e.dst):
+            if node in copy_state.nodes() and copy_state.degree(node) == 0:
+                copy_state.remove_node(node)
     in_edges = start_state.in_edges(start_call)
     finish_sdfg = _finish_sdfg(start_call.sdfg)
     fields = [e for e in in_edges if e.dst_conn.startswith("field")]
@@ -70,15 +75,38 @@ def _finish(visitor: Any, sdfg: dace.SDFG, state: dace.SDFGState, token: str) ->
     state.add_edge(state.add_read(token), None, nested, "token", memlet)
 
 
-def _call_writing(sdfg: dace.SDFG, token: str) -> tuple[dace.SDFGState, Any] | None:
-    """The state and nested SDFG (an ``ex.start`` call) that wrote ``token``."""
+def _start_holding(sdfg: dace.SDFG, token: str) -> tuple[str, dace.SDFGState, Any, list] | None:
+    """The ``ex.start`` call whose token ``token`` holds where the step is parsed so far: the
+    start's own token, its state and nested SDFG, and the state and edges of the copy that put
+    it into ``token`` (none where the start wrote ``token`` itself); ``None`` if no start
+    wrote it.
+
+    The last write of ``token`` decides. A name given a second start's token (``h =
+    ex.start(v)`` after ``h = ex.start(u)``) is written by DaCe's copy of that start's token
+    into the name's first one: followed back to the second start.
+    """
+    last = None
     for state in sdfg.all_states():
         for node in state.data_nodes():
             if node.data == token:
                 for e in state.in_edges(node):
-                    if isinstance(e.src, dace.nodes.NestedSDFG):
-                        return state, e.src
-    return None
+                    last = (state, e)
+    if last is None:
+        return None
+    state, edge = last
+    if isinstance(edge.src, dace.nodes.NestedSDFG):
+        return token, state, edge.src, []
+    if isinstance(edge.src, dace.nodes.AccessNode):
+        source, edges = edge.src, [edge]
+    else:  # a tasklet: DaCe's assignment
+        edges = [*state.in_edges(edge.src), edge]
+        source = edges[0].src if len(edges) == 2 else None
+    if not isinstance(source, dace.nodes.AccessNode) or source.data == token:
+        return None
+    found = _start_holding(sdfg, source.data)
+    if found is None or found[3]:
+        return None
+    return (*found[:3], [(state, e) for e in edges])
 
 
 def _finish_sdfg(start_sdfg: dace.SDFG) -> dace.SDFG:
