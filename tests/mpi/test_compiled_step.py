@@ -13,6 +13,7 @@ import dataclasses
 import re
 import shutil
 import tempfile
+import types
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -903,6 +904,32 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
         first_of_a_name_never_finished(a, b)
     with pytest.raises(gh.ProgramError, match="finish\\(\\) called twice"):
         second_of_a_name_finished_twice(a, b)
+
+
+def test_arrays_of_the_closure_are_refused(comm) -> None:
+    """A step that reads an array it is not given (a variable of its closure, an object's
+    attribute) is refused on every rank before anything runs: a build would keep the array
+    it found and later calls would read it even after the name is given another one."""
+    d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+    weights = np.ones(d.allocated_shape)
+    holder = types.SimpleNamespace(weights=np.ones(d.allocated_shape))
+
+    @gh.program(comm=comm)
+    def from_the_closure(a, b):
+        ex.exchange(a)
+        b[1:3, 1:3] = a[1:3, 1:3] * weights[1:3, 1:3]
+
+    @gh.program(comm=comm)
+    def from_an_attribute(a, b):
+        ex.exchange(a)
+        b[1:3, 1:3] = a[1:3, 1:3] * holder.weights[1:3, 1:3]
+
+    a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
+    with pytest.raises(gh.ProgramError, match="reads 'weights', not an argument"):
+        from_the_closure(a, b)
+    with pytest.raises(gh.ProgramError, match="reads 'holder.weights', not an argument"):
+        from_an_attribute(a, b)
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])

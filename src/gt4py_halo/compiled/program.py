@@ -60,6 +60,7 @@ from gt4py_halo.compiled.iteration_order import order_maps_by_strides
 from gt4py_halo.compiled.last_call import AGAIN, LastCall, add_again_entry
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
+from gt4py_halo.compiled.neighbour_tables import NeighbourTable
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
 from gt4py_halo.compiled.placement import PlacedInStep, Placement, place_exchanges
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
@@ -350,6 +351,27 @@ class Program:
             f"every rank, with the same exchanges in the same order. First difference:\n{where}"
         )
 
+    def _check_closure(self) -> None:
+        """Raise ``ProgramError`` if the parsed step reads arrays of the user's that are not
+        its arguments (globals, attributes): a build would keep them and every later call
+        use them, whatever the names hold by then. Its closure may hold the plan data of its
+        exchanges and the neighbour tables of its GT4Py programs only."""
+        closure = self._dace_program.__sdfg_closure__()
+        resolved = getattr(self._dace_program, "resolver", None)
+        named = {} if resolved is None else resolved.closure_arrays
+        theirs = [
+            named.get(name, (name,))[0]
+            for name, value in closure.items()
+            if process_prefix(name) is None and not isinstance(value, NeighbourTable)
+        ]
+        if theirs:
+            raise ProgramError(
+                f"{self.__name__} reads {', '.join(map(repr, theirs))}, not an argument of the "
+                "step: a compiled step would keep the array it found at its build and use it at "
+                "every later call, whatever the name holds by then. Pass the array as an "
+                "argument of the step"
+            )
+
     def _descriptors(self, values: list[Any], layouts: list) -> list[Any]:
         return [_symbolic_descriptor(v, lay, self._device) for v, lay in zip(values, layouts)]
 
@@ -391,6 +413,7 @@ class Program:
 
     def _lower_anew(self, values: list[Any], layouts: list) -> Lowering:
         sdfg = self._parse(values, layouts)
+        self._check_closure()
         exchanged = _exchanged_arguments(sdfg, self._dace_program.argnames)
         prefixes = canonical_names(sdfg)
         # DaCe gives each node it adds without debug info the line of its caller, found by
