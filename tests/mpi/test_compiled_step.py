@@ -216,6 +216,43 @@ def test_one_build_serves_every_process_grid(comm) -> None:
     assert lowered(comm) == lowered(MPI.COMM_SELF)
 
 
+def test_a_step_may_be_a_method(diffusion: ModuleType, comm) -> None:
+    """ICON4Py's way: a granule keeps its exchange and stencils as attributes and steps in a
+    method. ``gh.program`` of a bound method, and ``@gh.program`` in a class body (a step per
+    object, made at first use): each resolves the object's attributes like globals and
+    computes the same bits as the same step written as a function (uneven blocks, GT4Py's
+    default fields)."""
+    compiled, compiled_w = run_compiled(diffusion, comm, stencil_packs=False)
+    d, _ = shared_step(diffusion, comm, stencil_packs=False)
+
+    class Granule:
+        def __init__(self) -> None:
+            self.exchange = gh.make_exchange(d)
+            self.stencil = diffusion.diffusion_step
+            self.bound = gh.program(self.two_steps_of, comm=comm)
+
+        def two_steps_of(self, u, v, w, i0, i1, j0, j1):
+            self.exchange.exchange(u)
+            self.stencil(u, v, i0, i1, j0, j1)
+            h = self.exchange.start(v)
+            self.stencil(u, w, i0, i1, j0, j1)
+            h.finish()
+            self.stencil(v, u, i0, i1, j0, j1)
+
+        two_steps = gh.program(two_steps_of, comm=comm)
+
+    granule = Granule()
+    assert granule.two_steps is granule.two_steps  # made once per object
+    for step in (granule.bound, granule.two_steps):
+        u, v, w = initial_fields(diffusion, d)
+        for _ in range(CALLS):
+            step(u, v, w, *bounds(d))
+        np.testing.assert_array_equal(u.asnumpy(), compiled)
+        np.testing.assert_array_equal(w.asnumpy(), compiled_w)
+    with pytest.raises(gh.ProgramError, match="not in methods"):
+        gh.program(granule.two_steps_of, exchange=granule.exchange)
+
+
 def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:
     """A stencil whose domain leaves out a strip of the owned cells does not fill its send
     boxes: the exchange packs them itself (decided at run time), with the same bits as the

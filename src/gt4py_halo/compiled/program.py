@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import functools
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -101,9 +102,16 @@ class Program:
                 f"in_place_min_bytes must be a positive int or None, got {in_place_min_bytes!r}"
             )
         functools.update_wrapper(self, function)
+        self._options = (comm, device, copy_maps, pack_in_producers, in_place_min_bytes, exchange)
+        self._attribute: str | None = None  # the name it has in a class body
         self._placement: Placement | None = None
         self._exchange = exchange
         self._valid: dict[int, Any] = {}  # arrays a call left valid, by id: weak references
+        if exchange is not None and inspect.ismethod(function):
+            raise ProgramError(
+                f"{function.__qualname__}: gh.program(exchange=...) places exchanges in "
+                "functions only, not in methods; write the method's exchanges by hand"
+            )
         if exchange is not None:  # exchanges placed from the programs' halo annotations
             self._placement = place_exchanges(function, exchange)
             function = self._placement.function
@@ -114,11 +122,28 @@ class Program:
             device == "gpu" if pack_in_producers is None else pack_in_producers
         )
         self._in_place_min_bytes = in_place_min_bytes or 0
-        self._dace_program = dace.program(function)
+        if inspect.ismethod(function):  # ``self`` is its object, resolved like a global
+            self._dace_program = dace.method(function.__func__).__get__(function.__self__)
+        else:
+            self._dace_program = dace.program(function)
         self._builds: dict[tuple, tuple] = {}  # per build key and shapes
         self._binaries: dict[tuple, str] = {}  # build key -> the build folder
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
         self._last_call: LastCall | None = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._attribute = name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        """A step defined in a class body is, for each object, a step of its bound method,
+        made at first use and kept in the object (``functools.cached_property``'s way):
+        the object's attributes it reads are resolved like globals, for that object."""
+        if obj is None:
+            return self
+        bound = Program(self.__wrapped__.__get__(obj, objtype), *self._options)
+        if self._attribute is not None and hasattr(obj, "__dict__"):
+            obj.__dict__[self._attribute] = bound
+        return bound
 
     def __call__(self, *args: Any) -> None:
         if self._placement is not None:

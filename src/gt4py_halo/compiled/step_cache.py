@@ -174,6 +174,8 @@ def _preprocessed(dace_program: Any, descriptors: list) -> tuple[ast.AST, Any]:
     ``DaceProgram._generate_pdp`` does before it parses, including that the program then
     knows its closure (``__sdfg_closure__``, what a call passes)."""
     argtypes, _, constants, _ = dace_program._get_type_annotations(descriptors, {})
+    if dace_program.methodobj is not None:  # a method's object: resolved like a global
+        dace_program.global_vars[dace_program.objname] = dace_program.methodobj
     global_vars = copy.copy(dace_program.global_vars)
     global_vars.update(constants)
     modules = {k: v.__name__ for k, v in global_vars.items() if dace.dtypes.ismodule(v)}
