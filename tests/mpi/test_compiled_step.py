@@ -943,6 +943,34 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
         second_of_a_name_finished_twice(a, b)
 
 
+def test_a_step_takes_keyword_arguments_and_defaults(comm) -> None:
+    """A step is called like the function it is: keywords in any order, defaults filled in
+    (exact halos, the scale applied); arguments that do not fit its signature are a
+    ``ProgramError`` before anything runs."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def scaled(a, b, scale=2.0):
+        ex.exchange(a)
+        b[1:3, 1:3] = a[1:3, 1:3] * scale
+
+    for call, scale in [
+        (lambda a, b: scaled(a, b=b), 2.0),
+        (lambda a, b: scaled(b=b, scale=3.0, a=a), 3.0),
+        (lambda a, b: scaled(a, b, 4.0), 4.0),
+    ]:
+        a, b = filled_local(d, (), np.float64), np.zeros(d.allocated_shape)
+        call(a, b)
+        expected = expected_local(d, (), np.float64)
+        np.testing.assert_array_equal(a, expected)
+        np.testing.assert_array_equal(b[1:3, 1:3], expected[1:3, 1:3] * scale)
+    with pytest.raises(gh.ProgramError, match="missing a required argument: 'b'"):
+        scaled(a)
+    with pytest.raises(gh.ProgramError, match="too many positional arguments"):
+        scaled(a, b, 1.0, 2.0)
+
+
 def test_arrays_of_the_closure_are_refused(comm) -> None:
     """A step that reads an array it is not given (a variable of its closure, an object's
     attribute) is refused on every rank before anything runs: a build would keep the array

@@ -145,12 +145,24 @@ class Program:
             obj.__dict__[self._attribute] = bound
         return bound
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs or len(args) != len(self._dace_program.argnames):
+            args = self._positional(args, kwargs)
         if self._placement is not None:
             self._keep_placement_valid(args, [_plain(a) for a in args])
         last = self._last_call
         if last is None or not last.again(args):  # a model calls its step with the same fields
             self._call(args)
+
+    def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
+        """A call's arguments in the order of the step's parameters, defaults filled in;
+        ``ProgramError`` where they do not fit its signature."""
+        try:
+            bound = inspect.signature(self.__wrapped__).bind(*args, **kwargs)
+        except TypeError as error:
+            raise ProgramError(f"{self.__name__}: {error}") from None
+        bound.apply_defaults()
+        return bound.args
 
     def _call(self, args: tuple) -> None:
         """A call whose arguments differ from the last call's: they are converted for the
