@@ -393,13 +393,12 @@ class Program:
         its arguments (globals, attributes): a build would keep them and every later call
         use them, whatever the names hold by then. Its closure may hold the plan data of its
         exchanges and the neighbour tables of its GT4Py programs only."""
-        closure = self._dace_program.__sdfg_closure__()
         resolved = getattr(self._dace_program, "resolver", None)
-        named = {} if resolved is None else resolved.closure_arrays
+        arrays = {} if resolved is None else resolved.closure_arrays  # callbacks aside
         theirs = [
-            named.get(name, (name,))[0]
-            for name, value in closure.items()
-            if process_prefix(name) is None and not isinstance(value, NeighbourTable)
+            qualname
+            for name, (qualname, _, value, _) in arrays.items()
+            if process_prefix(name) is None and not isinstance(value(), NeighbourTable)
         ]
         if theirs:
             raise ProgramError(
