@@ -252,6 +252,13 @@ def test_a_step_may_be_a_method(diffusion: ModuleType, comm) -> None:
     with pytest.raises(gh.ProgramError, match="not in methods"):
         gh.program(granule.two_steps_of, exchange=granule.exchange)
 
+    class Slotted:  # no __dict__ to keep a step per object in: a new one at every access
+        __slots__ = ()
+        run = gh.program(Granule.two_steps_of, comm=comm)
+
+    with pytest.raises(gh.ProgramError, match="have no __dict__ \\(__slots__\\)"):
+        Slotted().run  # noqa: B018 - the access is what is refused
+
 
 def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:
     """A stencil whose domain leaves out a strip of the owned cells does not fill its send

@@ -140,9 +140,15 @@ class Program:
         the object's attributes it reads are resolved like globals, for that object."""
         if obj is None:
             return self
+        if self._attribute is None or not hasattr(obj, "__dict__"):
+            raise ProgramError(
+                f"{self.__name__}: a step in a class body is kept per object in the object's "
+                f"__dict__, under the name the class body gave it; {type(obj).__name__} objects "
+                "have no __dict__ (__slots__), or the step was set on the class after the class "
+                "was made. Make it in __init__ instead: self.step = gh.program(self.<method>)"
+            )
         bound = Program(self.__wrapped__.__get__(obj, objtype), *self._options)
-        if self._attribute is not None and hasattr(obj, "__dict__"):
-            obj.__dict__[self._attribute] = bound
+        obj.__dict__[self._attribute] = bound
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
