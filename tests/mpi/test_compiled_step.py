@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import re
 import shutil
 import tempfile
@@ -426,27 +427,35 @@ def test_exchanges_alike_share_one_function(comm, backend) -> None:
         h.finish()
 
     layouts = ["numpy", "gt4py", "numpy", "gt4py", "gt4py", "gt4py"]
-
-    def fields():
-        made = []
-        for n, layout in enumerate(layouts):
-            local = filled_local(d, (), np.float64)
-            local[d.owned] += 1000 * n  # each field its own values: no message goes astray
-            made.append(gtx.as_field([I, J], local) if layout == "gt4py" else local)
-        return made
-
-    lowered = alike.to_sdfg(*fields())
+    lowered = alike.to_sdfg(*distinct_fields(d, layouts))
     nested = [n.sdfg for n, _ in lowered.all_nodes_recursive() if isinstance(n, NestedSDFG)]
     assert len(nested) == 6  # two blocking exchanges, two starts, two finishes
     assert len({sdfg.hash_sdfg() for sdfg in nested}) == 3, "one function per phase"
     for _ in range(2):
-        made = fields()
+        made = distinct_fields(d, layouts)
         alike(*made)
-        for n, field in enumerate(made):
-            expected = expected_local(d, (), np.float64)
-            expected[expected != SENTINEL] += 1000 * n
-            local = field.asnumpy() if isinstance(field, gtx.Field) else field
-            np.testing.assert_array_equal(local, expected)
+        assert_distinct_halos(d, made)
+
+
+def distinct_fields(d: gh.CartesianDecomposition, layouts: list[str]) -> list:
+    """2-D float64 fields filled by ``filled_local``, field ``n``'s owned cells raised by
+    ``1000 n`` (no message can go astray unseen); ``"gt4py"``: GT4Py's default field, else
+    NumPy's."""
+    made = []
+    for n, layout in enumerate(layouts):
+        local = filled_local(d, (), np.float64)
+        local[d.owned] += 1000 * n
+        made.append(gtx.as_field([I, J], local) if layout == "gt4py" else local)
+    return made
+
+
+def assert_distinct_halos(d: gh.CartesianDecomposition, fields: list) -> None:
+    """Each of ``distinct_fields``' fields holds its exact halo after an exchange."""
+    for n, field in enumerate(fields):
+        expected = expected_local(d, (), np.float64)
+        expected[expected != SENTINEL] += 1000 * n
+        local = field.asnumpy() if isinstance(field, gtx.Field) else field
+        np.testing.assert_array_equal(local, expected)
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
@@ -952,8 +961,8 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
 
 def test_a_step_takes_keyword_arguments_and_defaults(comm) -> None:
     """A step is called like the function it is: keywords in any order, defaults filled in
-    (exact halos, the scale applied); arguments that do not fit its signature are a
-    ``ProgramError`` before anything runs."""
+    (exact halos, the scale applied; NumPy's fields and GT4Py's default ones, uneven blocks);
+    arguments that do not fit its signature are a ``ProgramError`` before anything runs."""
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
     ex = gh.make_exchange(d)
 
@@ -962,15 +971,19 @@ def test_a_step_takes_keyword_arguments_and_defaults(comm) -> None:
         ex.exchange(a)
         b[1:3, 1:3] = a[1:3, 1:3] * scale
 
-    for call, scale in [
-        (lambda a, b: scaled(a, b=b), 2.0),
-        (lambda a, b: scaled(b=b, scale=3.0, a=a), 3.0),
-        (lambda a, b: scaled(a, b, 4.0), 4.0),
-    ]:
-        a, b = filled_local(d, (), np.float64), np.zeros(d.allocated_shape)
+    for (call, scale), layout in itertools.product(
+        [
+            (lambda a, b: scaled(a, b=b), 2.0),
+            (lambda a, b: scaled(b=b, scale=3.0, a=a), 3.0),
+            (lambda a, b: scaled(a, b, 4.0), 4.0),
+        ],
+        ["numpy", "gt4py"],
+    ):
+        a, b = distinct_fields(d, [layout]).pop(), np.zeros(d.allocated_shape)
         call(a, b)
         expected = expected_local(d, (), np.float64)
-        np.testing.assert_array_equal(a, expected)
+        got = a.asnumpy() if isinstance(a, gtx.Field) else a
+        np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(b[1:3, 1:3], expected[1:3, 1:3] * scale)
     with pytest.raises(gh.ProgramError, match="missing a required argument: 'b'"):
         scaled(a)
@@ -1021,19 +1034,10 @@ def test_a_name_given_the_next_start_finishes_it(comm, backend) -> None:
         ex.exchange(c)
         h.finish()
 
-    layouts = ["gt4py", "numpy", "gt4py"]
     for _ in range(2):
-        made = []
-        for n, layout in enumerate(layouts):
-            local = filled_local(d, (), np.float64)
-            local[d.owned] += 1000 * n  # each field its own values: no message goes astray
-            made.append(gtx.as_field([I, J], local) if layout == "gt4py" else local)
+        made = distinct_fields(d, ["gt4py", "numpy", "gt4py"])
         reused(*made)
-        for n, field in enumerate(made):
-            expected = expected_local(d, (), np.float64)
-            expected[expected != SENTINEL] += 1000 * n
-            local = field.asnumpy() if isinstance(field, gtx.Field) else field
-            np.testing.assert_array_equal(local, expected)
+        assert_distinct_halos(d, made)
 
 
 def test_ranks_that_disagree_are_named_on_every_rank(comm) -> None:
