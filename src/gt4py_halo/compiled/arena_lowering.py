@@ -184,14 +184,18 @@ class ArenaLowering:
             last = self._then(last, "wait", self._add_wait)
             if node.spec.copy_maps == "arena":
                 last = self._arena_copies(last, "unpack")
+            paired = self._self_pairs()
             for k in range(len(offsets)):
-                from_self = functools.partial(self._add_self_copies, k)
-                branches = [(f"_peers[{k}] == {SELF}", from_self)]
+                branches = []
+                if k not in paired.values():  # else copied by its opposite's map
+                    from_self = functools.partial(self._add_self_copies, k, paired.get(k))
+                    branches.append((f"_peers[{k}] == {SELF}", from_self))
                 if node.spec.copy_maps != "arena":
                     unpack = functools.partial(self._add_copies, self.recvs, k, "unpack")
                     packed = self._unless_direct(self.recvs, k)
                     branches.insert(0, (f"_peers[{k}] >= 0" + packed, unpack))
-                last = self._branch(last, f"unpack_{k}", branches)
+                if branches:
+                    last = self._branch(last, f"unpack_{k}", branches)
 
     def _in_place_runs(self) -> dict[tuple[str, int], list[tuple[int, Runs]]]:
         """(arena, direction) -> (field, runs) of the segments whose fields MPI moves in
@@ -331,25 +335,70 @@ class ArenaLowering:
                     whole[f"_f{i}"] = box
                 self._add_map(state, (kind, arena.group, k), segment, copies, whole)
 
-    def _add_self_copies(self, k: int, state: dace.SDFGState) -> None:
+    def _self_pairs(self) -> dict[int, int]:
+        """Direction -> its opposite, for the self copies one map does together: the two
+        faces across an axis that every field of the exchange holds with unit stride (known
+        at the build: ``Program`` builds per layout), if their boxes have the same extents.
+
+        At either end of a row along that axis, the halo cells and the owned cells the
+        opposite face copies share cache lines: one map over both faces touches each line
+        once, two maps twice. Across other axes the two faces share no lines and one map
+        would only run more streams at once (measured: docs/benchmarks.md). A direction
+        leads to this rank itself exactly when its opposite does (both cross the same
+        periodic axis of one block), so the two copies run together or not at all."""
+        pairs = {}
+        for k, o in self.opposite.items():
+            toward = self.node.spec.directions[k]
+            axes = [d for d, t in enumerate(toward) if t != 0]
+            if k > o or len(axes) != 1:
+                continue
+            unit = all(str(f.strides[axes[0]]) == "1" for f in self.fields)
+            boxes = [
+                [list(map(str, s.box)) for s in arena.segments if s.direction in (k, o)]
+                for arena in self.recvs
+            ]
+            if unit and boxes and all(len(b) == 2 and b[0] == b[1] for b in boxes):
+                pairs[k] = o
+        return pairs
+
+    def _add_self_copies(self, k: int, opposite: int | None, state: dace.SDFGState) -> None:
         """Direction ``k``'s halo from this rank's own cells: what it would have sent itself
-        towards the opposite direction (a periodic axis not split over ranks)."""
+        towards the opposite direction (a periodic axis not split over ranks); with
+        ``opposite`` (``_self_pairs``), the opposite direction's halo in the same map."""
         sent = {(a.group, s.direction): s for a in self.sends for s in a.segments}
         for arena in self.recvs:
             for segment in (s for s in arena.segments if s.direction == k):
-                source = sent[(arena.group, self.opposite[k])]
-                shifted = ", ".join(
-                    [
-                        f"h{d} - ({symstr(a)}) + ({symstr(sa)})"
-                        for d, ((a, _), (sa, _)) in enumerate(zip(segment.bounds, source.bounds))
-                    ]
-                    + [f"l{d}" for d in range(len(segment.box) - self.ndim)]
+                halves = [(segment, sent[(arena.group, self.opposite[k])])]
+                if opposite is not None:
+                    other = next(s for s in arena.segments if s.direction == opposite)
+                    halves.append((other, sent[(arena.group, k)]))
+                copies = []
+                for target, source in halves:
+                    at, src = (self._shifted(segment, box) for box in (target, source))
+                    copies += [(f"_f{i}[{src}]", f"_f{i}[{at}]") for i in arena.fields]
+                boxes = [box for pair in halves for box in pair]
+                reads = {f"_f{i}": self._spanned(segment, boxes[1::2]) for i in arena.fields}
+                writes = {f"_f{i}": self._spanned(segment, boxes[::2]) for i in arena.fields}
+                self._add_map(
+                    state, ("self", arena.group, k), segment, copies, reads, writes, len(halves) > 1
                 )
-                here = self._params(segment)
-                copies = [(f"_f{i}[{shifted}]", f"_f{i}[{here}]") for i in arena.fields]
-                reads = {f"_f{i}": self._box(source.bounds, segment.box) for i in arena.fields}
-                writes = {f"_f{i}": self._box(segment.bounds, segment.box) for i in arena.fields}
-                self._add_map(state, ("self", arena.group, k), segment, copies, reads, writes)
+
+    def _shifted(self, segment: Segment, box: Segment) -> str:
+        """Indices in ``box`` of the element at the map's parameters (over ``segment``)."""
+        return ", ".join(
+            [
+                f"h{d} - ({symstr(a)}) + ({symstr(b)})" if str(a) != str(b) else f"h{d}"
+                for d, ((a, _), (b, _)) in enumerate(zip(segment.bounds, box.bounds))
+            ]
+            + [f"l{d}" for d in range(len(segment.box) - self.ndim)]
+        )
+
+    def _spanned(self, segment: Segment, boxes: list[Segment]) -> str:
+        """The range of ``boxes`` (one, or two on opposite sides) in a field: on an axis
+        they cross, from the start of the one below to the end of the one above."""
+        below = [min(boxes, key=lambda b: b.toward[d]).bounds[d] for d in range(self.ndim)]
+        above = [max(boxes, key=lambda b: b.toward[d]).bounds[d] for d in range(self.ndim)]
+        return self._box([(lo, hi) for (lo, _), (_, hi) in zip(below, above)], segment.box)
 
     def _params(self, segment: Segment) -> str:
         levels = len(segment.box) - self.ndim
@@ -372,6 +421,7 @@ class ArenaLowering:
         copies: list[tuple[str, str]],
         reads: dict[str, str],
         writes: dict[str, str] | None = None,
+        spans: bool = False,
     ) -> None:
         """A copy map over ``segment``'s box (in the fields' index space): ``dst = src`` for
         each (src, dst) of ``copies``; ``what``: kind, group and direction, for its label and
@@ -379,7 +429,8 @@ class ArenaLowering:
 
         The memlets outside the map are given (``reads``, ``writes``: array -> range; by
         default the same), not propagated: DaCe's propagation of the arenas' flat indices
-        took most of a large step's build (40 s for one 10-field exchange)."""
+        took most of a large step's build (40 s for one 10-field exchange). ``spans``: a
+        range spans cells the map does not touch (``_spanned``): its memlets are dynamic."""
         levels = segment.box[self.ndim :]
         ranges = {f"h{d}": f"{symstr(a)}:{symstr(b)}" for d, (a, b) in enumerate(segment.bounds)}
         ranges.update({f"l{d}": f"0:{symstr(n)}" for d, n in enumerate(levels)})
@@ -399,9 +450,9 @@ class ArenaLowering:
         self.lowered.copy_map(entry, CopyMap(self.uid, kind, k))
         writes = reads if writes is None else writes
         for e in state.in_edges(entry):
-            e.data = dace.Memlet(f"{e.data.data}[{reads[e.data.data]}]")
+            e.data = dace.Memlet(f"{e.data.data}[{reads[e.data.data]}]", dynamic=spans)
         for e in state.out_edges(exit_):
-            e.data = dace.Memlet(f"{e.data.data}[{writes[e.data.data]}]")
+            e.data = dace.Memlet(f"{e.data.data}[{writes[e.data.data]}]", dynamic=spans)
 
     def fields_in_place(self) -> list[int]:
         """The fields some of whose runs MPI moves (tasklet connectors ``field<i>``)."""
