@@ -339,6 +339,36 @@ def local_fields(d: gh.CartesianDecomposition, specs: list) -> list:
     return made
 
 
+@pytest.mark.parametrize("layout", ["C", "F", "gt4py"])
+@pytest.mark.parametrize("split", [0, 1], ids=["split-axis-0", "split-axis-1"])
+def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
+    """A periodic axis held by one rank: where an exchange has one field group, the two faces
+    across the fields' unit-stride axis are copied by one map (``ArenaLowering._self_pairs``;
+    axis 1 of C-ordered fields, axis 0 of Fortran-ordered and GT4Py's default ones): exact
+    halos, blocking and split phase, with levels, beside an exchange of two groups (one map
+    per face, fused across the groups), uneven blocks."""
+    grid = (comm.size, 1) if split == 0 else (1, comm.size)
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, proc_grid=grid, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step(a, b, c, e, f):
+        ex.exchange(a, b)
+        h = ex.start(f)
+        ex.exchange(c, e)
+        h.finish()
+
+    levels = (3,) if layout == "gt4py" else ()
+    dtypes = [np.float64, np.float64, np.float64, np.int32, np.float32]
+    specs = [(levels, dtype, layout) for dtype in dtypes]
+    for _ in range(2):
+        fields = local_fields(d, specs)
+        step(*fields)
+        for field, (levels, dtype, _) in zip(fields, specs):
+            got = field.asnumpy() if layout == "gt4py" else field
+            np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
+
+
 def test_strides_that_coincide_on_some_ranks_only(comm) -> None:
     """A second call whose two fields' strides coincide on even ranks only (one padded on odd
     ranks) runs on every rank: strides are no part of a build's key, which would send the odd

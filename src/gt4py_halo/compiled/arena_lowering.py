@@ -345,8 +345,14 @@ class ArenaLowering:
         once, two maps twice. Across other axes the two faces share no lines and one map
         would only run more streams at once (measured: docs/benchmarks.md). A direction
         leads to this rank itself exactly when its opposite does (both cross the same
-        periodic axis of one block), so the two copies run together or not at all."""
-        pairs = {}
+        periodic axis of one block), so the two copies run together or not at all.
+
+        Only where the exchange has one field group: DaCe's ``MapFusionHorizontal``, which
+        merges the groups' maps of a direction (``fusion.py``), leaves a dangling connector
+        where the maps read and write an array twice."""
+        pairs: dict[int, int] = {}
+        if len(self.recvs) != 1:
+            return pairs
         for k, o in self.opposite.items():
             toward = self.node.spec.directions[k]
             axes = [d for d, t in enumerate(toward) if t != 0]
