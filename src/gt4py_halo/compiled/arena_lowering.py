@@ -353,17 +353,16 @@ class ArenaLowering:
         pairs: dict[int, int] = {}
         if len(self.recvs) != 1:
             return pairs
+        extents = {s.direction: list(map(str, s.box)) for s in self.recvs[0].segments}
         for k, o in self.opposite.items():
-            toward = self.node.spec.directions[k]
-            axes = [d for d, t in enumerate(toward) if t != 0]
-            if k > o or len(axes) != 1:
-                continue
-            unit = all(str(f.strides[axes[0]]) == "1" for f in self.fields)
-            boxes = [
-                [list(map(str, s.box)) for s in arena.segments if s.direction in (k, o)]
-                for arena in self.recvs
-            ]
-            if unit and boxes and all(len(b) == 2 and b[0] == b[1] for b in boxes):
+            axes = [d for d, t in enumerate(self.node.spec.directions[k]) if t != 0]
+            if (
+                k < o
+                and len(axes) == 1
+                and k in extents
+                and extents[k] == extents.get(o)
+                and all(str(f.strides[axes[0]]) == "1" for f in self.fields)
+            ):
                 pairs[k] = o
         return pairs
 
