@@ -342,11 +342,11 @@ def local_fields(d: gh.CartesianDecomposition, specs: list) -> list:
 @pytest.mark.parametrize("layout", ["C", "F", "gt4py"])
 @pytest.mark.parametrize("split", [0, 1], ids=["split-axis-0", "split-axis-1"])
 def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
-    """A periodic axis held by one rank: where an exchange has one field group, the two faces
-    across the fields' unit-stride axis are copied by one map (``ArenaLowering._self_pairs``;
-    axis 1 of C-ordered fields, axis 0 of Fortran-ordered and GT4Py's default ones): exact
-    halos, blocking and split phase, with levels, beside an exchange of two groups (one map
-    per face, fused across the groups), uneven blocks."""
+    """A periodic axis held by one rank: the two faces across the fields' unit-stride axis are
+    copied by one map (``ArenaLowering._self_pairs``; axis 1 of C-ordered fields, axis 0 of
+    Fortran-ordered and GT4Py's default ones), in an exchange of two field groups one map for
+    both: exact halos, blocking and split phase, with levels, uneven blocks; 7 self-copy maps
+    for the 8 directions of each exchange."""
     grid = (comm.size, 1) if split == 0 else (1, comm.size)
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, proc_grid=grid, comm=comm)
     ex = gh.make_exchange(d)
@@ -361,6 +361,11 @@ def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
     levels = (3,) if layout == "gt4py" else ()
     dtypes = [np.float64, np.float64, np.float64, np.int32, np.float32]
     specs = [(levels, dtype, layout) for dtype in dtypes]
+    fields = local_fields(d, specs)
+    copy_maps = lowered_labels(step.fusion_report(*fields).copy_maps)
+    nodes = [n for n, _ in step.to_sdfg(*fields).all_nodes_recursive()]
+    maps = [n.map.label for n in nodes if isinstance(n, dace.nodes.MapEntry)]
+    assert sum(copy_maps[m].kind == "self" for m in maps if m in copy_maps) == 3 * 7
     for _ in range(2):
         fields = local_fields(d, specs)
         step(*fields)

@@ -347,20 +347,15 @@ class ArenaLowering:
         leads to this rank itself exactly when its opposite does (both cross the same
         periodic axis of one block), so the two copies run together or not at all.
 
-        Only where the exchange has one field group: DaCe's ``MapFusionHorizontal``, which
-        merges the groups' maps of a direction (``fusion.py``), leaves a dangling connector
-        where the maps read and write an array twice."""
+        Every field group's faces must be alike, as the pair is decided for the direction."""
         pairs: dict[int, int] = {}
-        if len(self.recvs) != 1:
-            return pairs
-        extents = {s.direction: list(map(str, s.box)) for s in self.recvs[0].segments}
+        extents = [{s.direction: list(map(str, s.box)) for s in a.segments} for a in self.recvs]
         for k, o in self.opposite.items():
             axes = [d for d, t in enumerate(self.node.spec.directions[k]) if t != 0]
             if (
                 k < o
                 and len(axes) == 1
-                and k in extents
-                and extents[k] == extents.get(o)
+                and all(k in e and e[k] == e.get(o) for e in extents)
                 and all(str(f.strides[axes[0]]) == "1" for f in self.fields)
             ):
                 pairs[k] = o
@@ -369,24 +364,33 @@ class ArenaLowering:
     def _add_self_copies(self, k: int, opposite: int | None, state: dace.SDFGState) -> None:
         """Direction ``k``'s halo from this rank's own cells: what it would have sent itself
         towards the opposite direction (a periodic axis not split over ranks); with
-        ``opposite`` (``_self_pairs``), the opposite direction's halo in the same map."""
+        ``opposite`` (``_self_pairs``), the opposite direction's halo in the same map.
+
+        A pair is copied by one map for all field groups whose faces have the same ranges:
+        DaCe's ``MapFusionHorizontal``, which merges the groups' maps of a direction
+        (``fusion.py``), leaves a dangling connector on maps that read and write an array
+        twice. Single faces get a map per group, which that fusion merges."""
         sent = {(a.group, s.direction): s for a in self.sends for s in a.segments}
+        maps: dict[str, tuple[Segment, int, list, dict, dict]] = {}
         for arena in self.recvs:
             for segment in (s for s in arena.segments if s.direction == k):
                 halves = [(segment, sent[(arena.group, self.opposite[k])])]
                 if opposite is not None:
                     other = next(s for s in arena.segments if s.direction == opposite)
                     halves.append((other, sent[(arena.group, k)]))
-                copies = []
+                key = arena.name if opposite is None else self._box(segment.bounds, segment.box)
+                _, _, copies, reads, writes = maps.setdefault(
+                    key, (segment, arena.group, [], {}, {})
+                )
                 for target, source in halves:
                     at, src = (self._shifted(segment, box) for box in (target, source))
                     copies += [(f"_f{i}[{src}]", f"_f{i}[{at}]") for i in arena.fields]
                 boxes = [box for pair in halves for box in pair]
-                reads = {f"_f{i}": self._spanned(segment, boxes[1::2]) for i in arena.fields}
-                writes = {f"_f{i}": self._spanned(segment, boxes[::2]) for i in arena.fields}
-                self._add_map(
-                    state, ("self", arena.group, k), segment, copies, reads, writes, len(halves) > 1
-                )
+                reads.update((f"_f{i}", self._spanned(segment, boxes[1::2])) for i in arena.fields)
+                writes.update((f"_f{i}", self._spanned(segment, boxes[::2])) for i in arena.fields)
+        for segment, group, copies, reads, writes in maps.values():
+            spans = opposite is not None
+            self._add_map(state, ("self", group, k), segment, copies, reads, writes, spans)
 
     def _shifted(self, segment: Segment, box: Segment) -> str:
         """Indices in ``box`` of the element at the map's parameters (over ``segment``)."""
