@@ -158,6 +158,59 @@ def test_compiled_step_with_exchanges_placed_from_annotations(diffusion, comm, b
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_exchanges_placed_in_a_method(diffusion, comm, backend) -> None:
+    """ICON4Py's way: a granule keeps its exchange and annotated programs as attributes and
+    steps in a method. ``gh.program(obj.run, exchange=ex)`` and ``@gh.program(exchange=ex)``
+    in a class body resolve ``self.diffuse`` and the hand-written ``self.ex.exchange`` through
+    the object and place what the function form places: ``c``, read and never written, is
+    exchanged from Python at the first call only (an argument position past ``self``). The
+    bits of the same exchanges placed by hand from Python, two calls."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend=backend)
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+
+    class Granule:
+        def __init__(self) -> None:
+            self.ex = ex
+            self.diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+            self.energy = gh.halo()(diffusion.energy)
+            self.bound = gh.program(self.run, comm=comm, exchange=ex)
+
+        def run(self, c, u, v, w, i0, i1, j0, j1):
+            self.diffuse(c, u, i0, i1, j0, j1)
+            self.ex.exchange(u)  # by hand: nothing placed before the loop's first turn
+            for _ in range(CALLS):
+                self.diffuse(u, v, i0, i1, j0, j1)
+                self.energy(u, w, i0, i1, j0, j1)
+                self.diffuse(v, u, i0, i1, j0, j1)
+
+        in_body = gh.program(run, comm=comm, exchange=ex)
+
+    granule = Granule()
+    c, u, v = fields(diffusion, d)
+    _, w, _ = fields(diffusion, d)
+    for _ in range(2):
+        ex.exchange(c)
+        diffusion.diffusion_step(c, u, *bounds)
+        for _ in range(CALLS):
+            ex.exchange(u)
+            diffusion.diffusion_step(u, v, *bounds)
+            diffusion.energy(u, w, *bounds)
+            ex.exchange(v)
+            diffusion.diffusion_step(v, u, *bounds)
+    for step in (granule.bound, granule.in_body):
+        assert [(p.program, p.fields, p.dim, p.started is None) for p in step.exchange_report()] == [
+            ("diffusion_step", ("u",), None, True),  # written in the loop's previous turn
+            ("diffusion_step", ("v",), None, False),  # written above: split around energy
+        ]
+        ours = [*fields(diffusion, d), fields(diffusion, d)[1]]
+        for _ in range(2):
+            step(*ours, *bounds)
+        for a, b in zip(ours, (c, u, v, w)):
+            np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_compiled_unstructured_step_from_annotations_only(comm, backend) -> None:
     """The unstructured step with no exchange written: a cell exchange before the first
     program and an edge exchange split around nothing before the second, placed in the

@@ -250,8 +250,6 @@ def test_a_step_may_be_a_method(diffusion: ModuleType, comm) -> None:
             step(u, v, w, *bounds(d))
         np.testing.assert_array_equal(u.asnumpy(), compiled)
         np.testing.assert_array_equal(w.asnumpy(), compiled_w)
-    with pytest.raises(gh.ProgramError, match="not in methods"):
-        gh.program(granule.two_steps_of, exchange=granule.exchange)
 
     class Slotted:  # no __dict__ to keep a step per object in: a new one at every access
         __slots__ = ()

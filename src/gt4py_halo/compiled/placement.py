@@ -44,6 +44,7 @@ import dataclasses
 import inspect
 import linecache
 import textwrap
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -107,7 +108,9 @@ class Placement:
 
 
 def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
-    """``function`` with exchanges placed from annotations (``Placement``)."""
+    """``function`` with exchanges placed from annotations (``Placement``). A bound method's
+    object is resolved by the name of its first parameter (``self.stencil(u)``: the object's
+    annotated program); the step is then that method of the object, rewritten."""
     source = textwrap.dedent(inspect.getsource(function))
     tree = ast.parse(source)
     definition = tree.body[0]
@@ -115,24 +118,27 @@ def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
         raise ProgramError(f"gh.program(exchange=...) takes a function, not {function!r}")
     definition.decorator_list = []
     names = _namespace(function)
+    params = [a.arg for a in definition.args.args]
+    bound = inspect.ismethod(function)
+    if bound:  # its object is no argument of the step's calls
+        names[params.pop(0)] = function.__self__
     placer = _Placer(names, exchange, function.__code__.co_firstlineno - 1)
     # the step runs again and again: at its start what no call of it writes is valid
     everything = frozenset(n.id for n in ast.walk(definition) if isinstance(n, ast.Name))
-    params = [a.arg for a in definition.args.args]
     everything |= set(params)
     definition.body, head, after = placer.repeated(definition.body, everything)
     ast.fix_missing_locations(tree)
     text = ast.unparse(tree) + "\n"
     filename = f"<gt4py_halo: {function.__qualname__}, exchanges placed>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    namespace = dict(names)
+    namespace = _namespace(function)
     namespace[EXCHANGE_NAME] = exchange
     exec(compile(text, filename, "exec"), namespace)  # noqa: S102 - the user's own step
     placed = namespace[definition.name]
     placed.__module__ = function.__module__
     placed.__qualname__ = function.__qualname__
     return Placement(
-        placed,
+        types.MethodType(placed, function.__self__) if bound else placed,
         placer.placed,
         {
             i: placer.halo_reads[p]

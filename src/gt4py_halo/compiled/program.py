@@ -107,11 +107,6 @@ class Program:
         self._placement: Placement | None = None
         self._exchange = exchange
         self._valid: dict[int, Any] = {}  # arrays a call left valid, by id: weak references
-        if exchange is not None and inspect.ismethod(function):
-            raise ProgramError(
-                f"{function.__qualname__}: gh.program(exchange=...) places exchanges in "
-                "functions only, not in methods; write the method's exchanges by hand"
-            )
         if exchange is not None:  # exchanges placed from the programs' halo annotations
             self._placement = place_exchanges(function, exchange)
             function = self._placement.function
