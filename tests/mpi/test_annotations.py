@@ -52,10 +52,11 @@ def test_exchanges_placed_from_annotations_match_hand_placed_ones(diffusion, com
         np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
 
 
-def hand_placed(diffusion: ModuleType, d, ex, bounds, energy_of_v: bool) -> list:
+def hand_placed(diffusion: ModuleType, d, ex, bounds, energy_of_v: bool, uvw=None) -> list:
     """``CALLS`` times: diffuse u into v, energy of u, diffuse v back into u (then energy of v
-    if ``energy_of_v``), each exchange placed by hand; the fields ``u, v, w`` at the end."""
-    u, v, w = fields(diffusion, d)
+    if ``energy_of_v``), each exchange placed by hand; the fields ``u, v, w`` (``uvw``, or new
+    ones) at the end."""
+    u, v, w = uvw or fields(diffusion, d)
     for _ in range(CALLS):
         ex.exchange(u)
         diffusion.diffusion_step(u, v, *bounds)
@@ -192,14 +193,11 @@ def test_exchanges_placed_in_a_method(diffusion, comm, backend) -> None:
     for _ in range(2):
         ex.exchange(c)
         diffusion.diffusion_step(c, u, *bounds)
-        for _ in range(CALLS):
-            ex.exchange(u)
-            diffusion.diffusion_step(u, v, *bounds)
-            diffusion.energy(u, w, *bounds)
-            ex.exchange(v)
-            diffusion.diffusion_step(v, u, *bounds)
+        hand_placed(diffusion, d, ex, bounds, energy_of_v=False, uvw=(u, v, w))
     for step in (granule.bound, granule.in_body):
-        assert [(p.program, p.fields, p.dim, p.started is None) for p in step.exchange_report()] == [
+        assert [
+            (p.program, p.fields, p.dim, p.started is None) for p in step.exchange_report()
+        ] == [
             ("diffusion_step", ("u",), None, True),  # written in the loop's previous turn
             ("diffusion_step", ("v",), None, False),  # written above: split around energy
         ]
