@@ -320,20 +320,27 @@ class ArenaLowering:
 
     def _add_copies(self, arenas: list[Arena], k: int, kind: str, state: dace.SDFGState) -> None:
         """Pack the fields into (``kind="pack"``) or unpack them from direction ``k``'s
-        segments of their arenas: one map per field group, copying all its fields (built
-        fused: DaCe's ``MapFusionHorizontal`` spent minutes propagating the arena's flat
-        indices when it fused one map per field)."""
+        segments of their arenas: one map per box range, copying every field of the groups
+        whose segments have that range (groups of one shape and different dtypes).
+
+        Built as one map, not fused afterwards: DaCe's ``MapFusionHorizontal`` spent minutes
+        propagating the arena's flat indices when it fused one map per field, and leaves a
+        dangling connector when the map it merges in writes or reads an array twice (a group
+        of several fields)."""
+        maps: dict[str, tuple[Segment, int, list, dict]] = {}
         for arena in arenas:
             for segment in (s for s in arena.segments if s.direction == k):
-                copies, box = [], self._box(segment.bounds, segment.box)
+                box = self._box(segment.bounds, segment.box)
+                _, _, copies, whole = maps.setdefault(box, (segment, arena.group, [], {}))
                 end = segment.offset + len(arena.fields) * segment.size
-                whole = {arena.name: f"{symstr(segment.offset)}:{symstr(end)}"}
+                whole[arena.name] = f"{symstr(segment.offset)}:{symstr(end)}"
                 for j, i in enumerate(arena.fields):
                     field = f"_f{i}[{self._params(segment)}]"
                     flat = f"{arena.name}[{self._flat(segment, j)}]"
                     copies.append((field, flat) if kind == "pack" else (flat, field))
                     whole[f"_f{i}"] = box
-                self._add_map(state, (kind, arena.group, k), segment, copies, whole)
+        for segment, group, copies, whole in maps.values():
+            self._add_map(state, (kind, group, k), segment, copies, whole)
 
     def _self_pairs(self) -> dict[int, int]:
         """Direction -> its opposite, for the self copies one map does together: the two
@@ -366,10 +373,7 @@ class ArenaLowering:
         towards the opposite direction (a periodic axis not split over ranks); with
         ``opposite`` (``_self_pairs``), the opposite direction's halo in the same map.
 
-        A pair is copied by one map for all field groups whose faces have the same ranges:
-        DaCe's ``MapFusionHorizontal``, which merges the groups' maps of a direction
-        (``fusion.py``), leaves a dangling connector on maps that read and write an array
-        twice. Single faces get a map per group, which that fusion merges."""
+        One map for all field groups whose faces have the same ranges (``_add_copies``)."""
         sent = {(a.group, s.direction): s for a in self.sends for s in a.segments}
         maps: dict[str, tuple[Segment, int, list, dict, dict]] = {}
         for arena in self.recvs:
@@ -378,9 +382,8 @@ class ArenaLowering:
                 if opposite is not None:
                     other = next(s for s in arena.segments if s.direction == opposite)
                     halves.append((other, sent[(arena.group, k)]))
-                key = arena.name if opposite is None else self._box(segment.bounds, segment.box)
                 _, _, copies, reads, writes = maps.setdefault(
-                    key, (segment, arena.group, [], {}, {})
+                    self._box(segment.bounds, segment.box), (segment, arena.group, [], {}, {})
                 )
                 for target, source in halves:
                     at, src = (self._shifted(segment, box) for box in (target, source))
