@@ -88,13 +88,12 @@ class Annotated:
                 )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        tracker = _active
-        if tracker is None:
-            return self.program(*args, **kwargs)
         bound = dict(zip(self.params, args)) | kwargs
-        tracker.before(self, bound)
+        if _active is not None:
+            _active.before(self, bound)
         result = self.program(*args, **kwargs)
-        tracker.after(self, bound)
+        for name in self.writes & bound.keys():
+            note_written(bound[name])
         return result
 
     def __getattr__(self, name: str) -> Any:  # the program's own interface, DaCe's included
@@ -119,13 +118,70 @@ class Placed:
     dim: str | None
 
 
+#: How often each array was written by code that tells (``note_written``), by id: a weak
+#: reference to it and the count.
+_writes: dict[int, tuple[weakref.ref, int]] = {}
+
+
+def note_written(field: Any) -> None:
+    """``field`` was written: every ``HaloValidity`` that holds its halo valid drops it.
+    Called by annotated programs (what they write) and steps with placed exchanges (what a
+    call leaves stale)."""
+    array = _buffer(field)
+    key = id(array)
+    ref, count = _writes.get(key, (None, 0))
+    if ref is None or ref() is not array:
+        ref, count = weakref.ref(array, lambda _, key=key: _writes.pop(key, None)), 0
+    _writes[key] = (ref, count + 1)
+
+
+class HaloValidity:
+    """Fields whose halos are valid, by identity (GT4Py fields by their buffers, as compiled
+    steps get them), held weakly: a field is valid from ``remember`` until a write that
+    ``note_written`` hears of, by any annotated program or step with placed exchanges of the
+    process, or ``forget``. Writes it cannot hear of (NumPy from Python, programs without
+    ``gh.halo``, steps without ``exchange=``) must be followed by an exchange of the field
+    where its halo is read later (``docs/guide.md``)."""
+
+    def __init__(self) -> None:
+        self._valid: dict[int, tuple[weakref.ref, int]] = {}  # id -> (reference, writes)
+
+    def __contains__(self, field: Any) -> bool:
+        array = _buffer(field)
+        entry = self._valid.get(id(array))
+        return entry is not None and entry[0]() is array and entry[1] == _writes_of(array)
+
+    def remember(self, field: Any) -> None:
+        array = _buffer(field)
+        key, writes = id(array), _writes_of(array)
+        entry = self._valid.get(key)
+        if entry is None or entry[0]() is not array:  # a model passes the same fields
+            ref = weakref.ref(array, lambda _, key=key: self._valid.pop(key, None))
+            self._valid[key] = (ref, writes)
+        elif entry[1] != writes:
+            self._valid[key] = (entry[0], writes)
+
+    def forget(self, field: Any) -> None:
+        self._valid.pop(id(_buffer(field)), None)
+
+
+def _buffer(field: Any) -> Any:
+    ndarray = getattr(field, "ndarray", None)
+    return ndarray if ndarray is not None else field
+
+
+def _writes_of(array: Any) -> int:
+    entry = _writes.get(id(array))
+    return entry[1] if entry is not None and entry[0]() is array else 0
+
+
 class Tracker:
     """Which fields' halos are valid; exchanges what a call needs and is stale."""
 
     def __init__(self, exchange: Any) -> None:
         self._exchange = exchange
         self._decomposition = exchange.decomposition
-        self._valid: dict[int, Any] = {}  # id -> weak reference of a field with a valid halo
+        self._valid = HaloValidity()
         #: The exchanges placed, in order.
         self.exchanges: list[Placed] = []
 
@@ -137,28 +193,13 @@ class Tracker:
                 continue
             cartesian_width_check(self._decomposition, program.name, name, width)
             dim = dim_of_param(self._decomposition, program, name)
-            if not self._is_valid(field):
+            if field not in self._valid:
                 stale.setdefault(dim, []).append((name, field))
         for dim, fields in stale.items():
             self._exchange.exchange(*(f for _, f in fields), dim=dim)
             self.exchanges.append(Placed(program.name, tuple(n for n, _ in fields), dim))
             for _, field in fields:
-                self._valid[id(field)] = weakref.ref(field, self._forget(id(field)))
-
-    def after(self, program: Annotated, bound: dict[str, Any]) -> None:
-        for name in program.writes:
-            if name in bound:
-                self._valid.pop(id(bound[name]), None)
-
-    def _is_valid(self, field: Any) -> bool:
-        ref = self._valid.get(id(field))
-        return ref is not None and ref() is field
-
-    def _forget(self, key: int) -> Callable[[Any], None]:
-        def forget(_: Any) -> None:
-            self._valid.pop(key, None)
-
-        return forget
+                self._valid.remember(field)
 
 
 def cartesian_width_check(decomposition: Any, program: str, name: str, width: int) -> None:

@@ -208,6 +208,83 @@ def test_exchanges_placed_in_a_method(diffusion, comm, backend) -> None:
             np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
 
 
+def test_a_step_that_returns_early_exchanges_what_it_left_stale(diffusion, comm) -> None:
+    """A call that returns before its last exchange leaves ``u`` stale: the next call
+    exchanges it first (the placement follows the ``return``); the bits of the same
+    exchanges by hand from Python, calls taking either way."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+
+    @gh.program(comm=comm, exchange=ex)
+    def step(u, v, i0, i1, j0, j1, stop):
+        diffuse(u, v, i0, i1, j0, j1)
+        diffuse(v, u, i0, i1, j0, j1)
+        if stop == 1:
+            return
+        ex.exchange(u)
+
+    ours, (u, v, _) = fields(diffusion, d)[:2], fields(diffusion, d)
+    for stop in (1, 0, 1, 1, 0):
+        step(*ours, *bounds, gtx.int32(stop))
+        ex.exchange(u)
+        diffusion.diffusion_step(u, v, *bounds)
+        ex.exchange(v)
+        diffusion.diffusion_step(v, u, *bounds)
+        if stop != 1:
+            ex.exchange(u)
+    for a, b in zip(ours, (u, v)):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+def test_writes_by_other_steps_and_programs_are_seen(diffusion, comm) -> None:
+    """A field a step reads and never writes is exchanged at its first call only, and again
+    after another step with placed exchanges or an annotated program wrote it; under
+    ``gh.auto_exchange`` a step's write is seen too. The bits of the same calls with an
+    exchange before each read (but the one annotated call made outside auto_exchange)."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+
+    @gh.program(comm=comm, exchange=ex)
+    def reader(c, u, i0, i1, j0, j1):
+        diffuse(c, u, i0, i1, j0, j1)
+
+    @gh.program(comm=comm, exchange=ex)
+    def writer(u, c, i0, i1, j0, j1):
+        diffuse(u, c, i0, i1, j0, j1)
+
+    c, u, _ = fields(diffusion, d)
+    hand_c, hand_u, _ = fields(diffusion, d)
+
+    def by_hand(a, b, exchanged=True):
+        if exchanged:
+            ex.exchange(a)
+        diffusion.diffusion_step(a, b, *bounds)
+
+    reader(c, u, *bounds)
+    by_hand(hand_c, hand_u)
+    writer(u, c, *bounds)  # writes c
+    by_hand(hand_u, hand_c)
+    reader(c, u, *bounds)  # exchanges c again
+    by_hand(hand_c, hand_u)
+    diffuse(u, c, *bounds)  # an annotated program writes c (from Python: nothing exchanged)
+    by_hand(hand_u, hand_c, exchanged=False)
+    reader(c, u, *bounds)
+    by_hand(hand_c, hand_u)
+    with gh.auto_exchange(ex):
+        diffuse(c, u, *bounds)
+        by_hand(hand_c, hand_u)
+        writer(u, c, *bounds)
+        by_hand(hand_u, hand_c)
+        diffuse(c, u, *bounds)  # c written by the step: exchanged again
+        by_hand(hand_c, hand_u)
+    for a, b in zip((c, u), (hand_c, hand_u)):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_compiled_unstructured_step_from_annotations_only(comm, backend) -> None:
     """The unstructured step with no exchange written: a cell exchange before the first

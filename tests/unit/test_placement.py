@@ -9,6 +9,7 @@ from mpi4py import MPI
 from test_gt4py_translations import example
 
 import gt4py_halo as gh
+from gt4py_halo.compiled.placement import place_exchanges
 
 DEMO = example("diffusion_2d")
 I, J, FieldIJ = DEMO.I, DEMO.J, DEMO.FieldIJ
@@ -170,3 +171,72 @@ def test_fields_written_before_a_started_exchange_join_it(programs, ex) -> None:
     made = gh.program(comm=MPI.COMM_SELF, exchange=ex)(step)
     (merged,) = made.exchange_report()
     assert merged.fields == ("a", "b") and merged.started == merged.line - 1
+
+
+def test_returns_breaks_and_continues_are_followed(programs, ex) -> None:
+    """A ``return`` leaves the step, a ``continue`` goes to the loop's next turn, a ``break``
+    after the loop, each with the halos valid where it is: an exchange the code after it
+    would have made is not taken for granted; a split exchange never spans a way out (its
+    start would be left unfinished)."""
+    diffuse, _ = programs
+
+    def early_return(u, v, i0, i1, j0, j1, flag):
+        diffuse(u, v, i0, i1, j0, j1)
+        diffuse(v, u, i0, i1, j0, j1)
+        if flag:
+            return
+        ex.exchange(u)
+
+    def skips(u, v, i0, i1, j0, j1, n):
+        for k in range(n):
+            diffuse(u, v, i0, i1, j0, j1)
+            diffuse(v, u, i0, i1, j0, j1)
+            if k == 0:
+                continue
+            ex.exchange(u)
+
+    def stops(u, v, w, i0, i1, j0, j1, n):
+        for k in range(n):
+            diffuse(u, v, i0, i1, j0, j1)
+            diffuse(v, u, i0, i1, j0, j1)
+            if k == 1:
+                break
+            ex.exchange(u)
+        diffuse(u, w, i0, i1, j0, j1)
+
+    def leaves_between(u, v, w, i0, i1, j0, j1, flag):
+        diffuse(u, v, i0, i1, j0, j1)
+        if flag:
+            return
+        diffuse(v, w, i0, i1, j0, j1)
+
+    u_then_v = [("diffusion_step", ("u",)), ("diffusion_step", ("v",))]
+    assert placed(early_return, ex) == u_then_v  # u stale where the step returns
+    assert placed(skips, ex) == u_then_v  # u stale at the next turn after a continue
+    assert placed(stops, ex) == u_then_v[::-1]  # u stale after the loop after a break
+    (blocking,) = gh.program(comm=MPI.COMM_SELF, exchange=ex)(leaves_between).exchange_report()
+    assert blocking.fields == ("v",) and blocking.started is None
+
+
+def test_names_are_resolved_when_the_step_is_first_used(programs, ex) -> None:
+    """A program the step calls may be defined after the step is made (as DaCe resolves the
+    step's names at its first build)."""
+
+    def step(u, v, w, i0, i1, j0, j1):
+        later(u, v, i0, i1, j0, j1)
+        later(v, w, i0, i1, j0, j1)
+
+    made = gh.program(comm=MPI.COMM_SELF, exchange=ex)(step)
+    later = programs[0]
+    assert [(p.program, p.fields) for p in made.exchange_report()] == [("diffusion_step", ("v",))]
+
+
+def test_positional_only_parameters_are_arguments(programs, ex) -> None:
+    """``u`` before ``/`` is read and never written: assumed valid at the step's start, so
+    checked at each call (exchanged from Python when new)."""
+    diffuse, _ = programs
+
+    def step(u, /, v, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)
+
+    assert place_exchanges(step, ex).valid_at_entry == {0: None}

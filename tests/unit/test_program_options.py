@@ -28,3 +28,25 @@ def test_bad_options_are_named(options, named) -> None:
 def test_good_options_are_taken() -> None:
     for options in ({}, {"in_place_min_bytes": None}, {"in_place_min_bytes": 1}):
         assert callable(gh.program(step, **options))
+
+
+def test_keyword_only_and_variadic_parameters_are_refused() -> None:
+    """A step is called with its arguments by position (DaCe takes no others)."""
+
+    def keyword_only(v, *, u):
+        pass
+
+    def variadic(*fields):
+        pass
+
+    for function, named in ((keyword_only, "u"), (variadic, "fields")):
+        with pytest.raises(gh.ProgramError, match=f"{named} is keyword-only or variadic"):
+            gh.program(function)
+
+
+def test_static_and_class_methods_are_refused_below_the_step() -> None:
+    """``@gh.program`` above ``@staticmethod`` would make a step of the descriptor: the
+    error says to swap them."""
+    for kind in (staticmethod, classmethod):
+        with pytest.raises(gh.ProgramError, match=f"put it below \\(@{kind.__name__} above"):
+            gh.program(kind(step))

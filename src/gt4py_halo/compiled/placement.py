@@ -12,19 +12,25 @@ applied to the code instead of to a run:
 - an annotated program makes what it writes (its ``out=``) stale; any other statement that
   may write a name (an assignment to it or into it, a call that is not an annotated program
   or an exchange, which gets it as an argument) makes it stale, conservatively;
-- a loop's body starts from what is valid both before the loop and after its body (repeated
-  until that holds); after ``if``/``else`` only what both branches leave valid is valid;
+- a loop's body starts from what is valid both before the loop and at the ways into its next
+  turn (its end, each ``continue``; repeated until that holds); after the loop what is valid
+  at its head (and after its ``else``) and at each ``break``; after ``if``/``else`` only
+  what both branches leave valid is valid;
 - the step itself is run again and again: at its start an argument counts as valid unless a
-  call of the step leaves it stale. Whether the field passed there is valid is checked at
-  each call (``Placement``): a field new to the step, or one a call left stale (a model that
-  swaps buffers between calls), is exchanged from Python before the call. So a field the
-  step reads but never writes (geometry, coefficients) is exchanged once, at its first call,
-  and never again.
+  call of the step leaves it stale (at its end or at a ``return``). Whether the field passed
+  there is valid is checked at each call (``Placement``): a field new to the step, one a
+  call left stale (a model that swaps buffers between calls), or one written since by another
+  step with placed exchanges or an annotated program (``annotations.HaloValidity``) is
+  exchanged from Python before the call. So a field the step reads but never writes
+  (geometry, coefficients) is exchanged once, at its first call, and again only after such
+  a write.
 
 Where every field of an exchange was last written in the same block as the read, the exchange
 is split: started right after that write, finished right before the read, so that the work
 between (which neither writes those fields nor reads their halos, or the analysis would have
-placed or moved it) overlaps the messages. Otherwise it is blocking, right before the read.
+placed or moved it) overlaps the messages; unless a ``return``, ``break`` or ``continue``
+between them could leave the start unfinished. Otherwise it is blocking, right before the
+read.
 A field whose read needs an exchange joins a split exchange placed earlier in its block (same
 dim, started after the field's last write): one exchange, one message per neighbour, finished
 before the earlier read.
@@ -32,7 +38,9 @@ before the earlier read.
 So every halo a program reads is valid, whatever path the step takes; an exchange is placed
 only where the analysis cannot show the halo valid. Fields are the step's own names (its
 arguments and variables); a program called with an expression for an argument whose halo it
-reads is a ``gh.ProgramError``. ``Program.exchange_report()`` lists what was placed.
+reads is a ``gh.ProgramError``. ``Program.exchange_report()`` lists what was placed. The
+placement is made at the step's first use, when its names resolve as DaCe resolves them at
+its first build; a method's first parameter names its object.
 """
 
 from __future__ import annotations
@@ -92,6 +100,14 @@ class _Block:
         self.writers = {n: i + (i >= index) for n, i in self.writers.items()}
 
 
+@dataclasses.dataclass
+class _Jumps:
+    """What is valid at each ``break`` and ``continue`` of a loop's body."""
+
+    breaks: list[frozenset[str]] = dataclasses.field(default_factory=list)
+    continues: list[frozenset[str]] = dataclasses.field(default_factory=list)
+
+
 @dataclasses.dataclass(frozen=True)
 class Placement:
     """A step with exchanges placed: the rewritten function, what was placed, and what it
@@ -118,7 +134,7 @@ def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
         raise ProgramError(f"gh.program(exchange=...) takes a function, not {function!r}")
     definition.decorator_list = []
     names = _namespace(function)
-    params = [a.arg for a in definition.args.args]
+    params = [a.arg for a in definition.args.posonlyargs + definition.args.args]
     bound = inspect.ismethod(function)
     if bound:  # its object is no argument of the step's calls
         names[params.pop(0)] = function.__self__
@@ -126,10 +142,13 @@ def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
     # the step runs again and again: at its start what no call of it writes is valid
     everything = frozenset(n.id for n in ast.walk(definition) if isinstance(n, ast.Name))
     everything |= set(params)
-    definition.body, head, after = placer.repeated(definition.body, everything)
+    definition.body, head, after, _ = placer.repeated(definition.body, everything, step=True)
     ast.fix_missing_locations(tree)
     text = ast.unparse(tree) + "\n"
-    filename = f"<gt4py_halo: {function.__qualname__}, exchanges placed>"
+    code = function.__code__
+    filename = (
+        f"<{code.co_filename}:{code.co_firstlineno}: {function.__qualname__} with exchanges placed>"
+    )
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     namespace = _namespace(function)
     namespace[EXCHANGE_NAME] = exchange
@@ -164,6 +183,8 @@ class _Placer:
         self._first_line = first_line
         self._handles: dict[str, frozenset[str]] = {}  # split exchanges in flight, by handle
         self.placed: list[PlacedInStep] = []
+        self._returns: list[frozenset[str]] = []  # what is valid at each return of the step
+        self._loops: list[_Jumps] = []  # the loops around the statement, innermost last
         #: The names whose halos programs read, and their dims.
         self.halo_reads: dict[str, str | None] = {}
 
@@ -185,6 +206,15 @@ class _Placer:
     ) -> tuple[list, frozenset]:
         if isinstance(statement, (ast.For, ast.While)):
             return self._loop(statement, valid)
+        if isinstance(statement, (ast.Return, ast.Break, ast.Continue)):
+            after = valid - _written_names(statement)
+            if isinstance(statement, ast.Return):
+                self._returns.append(after)
+            elif isinstance(statement, ast.Break):
+                self._loops[-1].breaks.append(after)
+            else:
+                self._loops[-1].continues.append(after)
+            return [statement], after
         if isinstance(statement, ast.If):
             statement.body, after_body = self.block(statement.body, valid)
             statement.orelse, after_else = self.block(statement.orelse, valid)
@@ -200,25 +230,35 @@ class _Placer:
         return [statement], valid - _written_names(statement)
 
     def repeated(
-        self, body: list[ast.stmt], valid: frozenset[str]
-    ) -> tuple[list, frozenset, frozenset]:
+        self, body: list[ast.stmt], valid: frozenset[str], step: bool = False
+    ) -> tuple[list, frozenset, frozenset, list[frozenset]]:
         """``body`` run again and again from ``valid``: placed from what is valid both before
-        and after it (narrowed until that holds); the body, that head, and what is valid
-        after the body."""
+        it and at each way into its next turn (narrowed until that holds). A loop's next turn
+        starts where its body ends or at a ``continue``; the step's next call where it ends
+        or at a ``return``. Returns the body, that head, what is valid at the ways out (the
+        end, and each ``return`` of the step), and what is valid at each of the loop's
+        ``break``s."""
         head = valid
         while True:
-            handles, placed = dict(self._handles), len(self.placed)
-            new_body, after = self.block([copy.deepcopy(s) for s in body], head)
+            handles, placed, returns = dict(self._handles), len(self.placed), len(self._returns)
+            jumps = _Jumps()
+            self._loops.append(jumps)
+            try:
+                new_body, after = self.block([copy.deepcopy(s) for s in body], head)
+            finally:
+                self._loops.pop()
+            after = after.intersection(*(self._returns[returns:] if step else jumps.continues))
             if head <= after:
-                return new_body, head, after
+                return new_body, head, after, jumps.breaks
             head = head & after
             self._handles = handles  # the body again, from the narrower head
             del self.placed[placed:]
+            del self._returns[returns:]
 
     def _loop(self, loop: ast.For | ast.While, valid: frozenset[str]) -> tuple[list, frozenset]:
-        loop.body, head, _ = self.repeated(loop.body, valid)
+        loop.body, head, _, breaks = self.repeated(loop.body, valid)
         loop.orelse, after_else = self.block(loop.orelse, head)
-        return [loop], head & after_else
+        return [loop], after_else.intersection(*breaks)
 
     def _annotated_call(
         self,
@@ -256,7 +296,9 @@ class _Placer:
             keyword = "" if dim is None else f", dim={dim!r}"
             arguments_code = f"{', '.join(fields)}{keyword}"
             writers = [block.writers.get(f) for f in fields]
-            if None in writers:  # not all written in this block: exchanged here, blocking
+            if None in writers or _leaves(block.out[max(writers) + 1 :]):
+                # not all written in this block, or a way out of it between the last write
+                # and here (a start never finished): exchanged here, blocking
                 code = f"{EXCHANGE_NAME}.exchange({arguments_code})"
                 placed.append(ast.parse(code).body[0])
                 started = None
@@ -329,6 +371,24 @@ class _Placer:
 
     def _line(self, statement: ast.stmt) -> int:
         return self._first_line + statement.lineno
+
+
+def _leaves(statements: list[ast.stmt]) -> bool:
+    """Whether control may leave the block from ``statements``: a ``return``, or a ``break``
+    or ``continue`` of a loop around them."""
+
+    def leaves(node: ast.AST, in_loop: bool) -> bool:
+        if isinstance(node, ast.Return) or (
+            isinstance(node, (ast.Break, ast.Continue)) and not in_loop
+        ):
+            return True
+        if isinstance(node, (ast.For, ast.While)):  # its else's jumps are the outer loop's
+            return any(leaves(n, True) for n in node.body) or any(
+                leaves(n, in_loop) for n in node.orelse
+            )
+        return any(leaves(n, in_loop) for n in ast.iter_child_nodes(node))
+
+    return any(leaves(s, False) for s in statements)
 
 
 def _arguments(call: ast.Call, params: list[str]) -> dict[str, ast.expr]:

@@ -29,7 +29,6 @@ import logging
 import os
 import re
 import warnings
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
 from gt4py_halo import profiling, transports
+from gt4py_halo.annotations import HaloValidity, note_written
 from gt4py_halo.build_once import arrive, build_on_root
 from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.arena_lowering import place_attached_segments
@@ -101,15 +101,17 @@ class Program:
             raise ProgramError(
                 f"in_place_min_bytes must be a positive int or None, got {in_place_min_bytes!r}"
             )
+        if isinstance(function, (staticmethod, classmethod)):
+            raise ProgramError(
+                f"gh.program above @{type(function).__name__}: put it below "
+                f"(@{type(function).__name__} above @gh.program)"
+            )
+        _check_parameters(function)
         functools.update_wrapper(self, function)
         self._options = (comm, device, copy_maps, pack_in_producers, in_place_min_bytes, exchange)
         self._attribute: str | None = None  # the name it has in a class body
-        self._placement: Placement | None = None
         self._exchange = exchange
-        self._valid: dict[int, Any] = {}  # arrays a call left valid, by id: weak references
-        if exchange is not None:  # exchanges placed from the programs' halo annotations
-            self._placement = place_exchanges(function, exchange)
-            function = self._placement.function
+        self._valid = HaloValidity()  # the arrays a call left valid
         self._comm = comm if comm is not None else MPI.COMM_WORLD
         self._device = device
         self._copy_maps = copy_maps or ("arena" if device == "gpu" else "direction")
@@ -117,14 +119,26 @@ class Program:
             device == "gpu" if pack_in_producers is None else pack_in_producers
         )
         self._in_place_min_bytes = in_place_min_bytes or 0
-        if inspect.ismethod(function):  # ``self`` is its object, resolved like a global
-            self._dace_program = dace.method(function.__func__).__get__(function.__self__)
-        else:
-            self._dace_program = dace.program(function)
         self._builds: dict[tuple, tuple] = {}  # per build key and shapes
         self._binaries: dict[tuple, str] = {}  # build key -> the build folder
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
         self._last_call: LastCall | None = None
+
+    @functools.cached_property
+    def _placement(self) -> Placement | None:
+        """The exchanges placed from the programs' halo annotations (``exchange=``): at first
+        use, as DaCe resolves the step's names at its first build (a program or attribute
+        defined after the step was made is found)."""
+        if self._exchange is None:
+            return None
+        return place_exchanges(self.__wrapped__, self._exchange)
+
+    @functools.cached_property
+    def _dace_program(self) -> Any:
+        function = self.__wrapped__ if self._placement is None else self._placement.function
+        if inspect.ismethod(function):  # ``self`` is its object, resolved like a global
+            return dace.method(function.__func__).__get__(function.__self__)
+        return dace.program(function)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._attribute = name
@@ -206,23 +220,21 @@ class Program:
 
     def _keep_placement_valid(self, args: tuple, values: list[Any]) -> None:
         """Before a call of a step with placed exchanges: an argument whose halo the step
-        reads and assumes valid at its start, but which no call of the step left valid (a
-        new field, or one a call left stale: buffers swapped between calls), is exchanged
-        from Python first; then the arguments the call leaves valid are remembered as such,
-        weakly (by their arrays)."""
+        reads and assumes valid at its start, but which no call of the step left valid or
+        which was written since (a new field; buffers swapped between calls; another step or
+        an annotated program wrote it, ``annotations.HaloValidity``), is exchanged from
+        Python first; then what the call leaves stale is noted written, and the other
+        arguments are remembered as valid."""
         placement, valid = self._placement, self._valid
         for position, dim in placement.valid_at_entry.items():
-            ref = valid.get(id(values[position]))
-            if ref is None or ref() is not values[position]:
+            if values[position] not in valid:
                 self._exchange.exchange(args[position], dim=dim)
-        for position, array in enumerate(values):
-            if _is_array(array) and position not in placement.stale_at_exit:
-                key = id(array)
-                known = valid.get(key)
-                if known is None or known() is not array:  # a model passes the same fields
-                    valid[key] = weakref.ref(array, lambda _, key=key: valid.pop(key, None))
+        stale = {id(values[position]) for position in placement.stale_at_exit}
         for position in placement.stale_at_exit:
-            valid.pop(id(values[position]), None)
+            note_written(values[position])
+        for array in values:
+            if _is_array(array) and id(array) not in stale:
+                valid.remember(array)
 
     def fusion_report(self, *args: Any) -> FusionReport:
         """Which exchange copy maps the pipeline fused for a call with ``args``, by the labels
@@ -506,6 +518,21 @@ def _record(known: step_cache.StepKey, binary: _Binary, name: str) -> step_cache
         tuple((i, position[prefix], plan.name) for i, plan, prefix in binary.exchanged),
         tuple(map(tuple, binary.timers)),
     )
+
+
+def _check_parameters(function: Callable[..., None]) -> None:
+    """A step is called with its arguments by position (DaCe's programs take no keyword-only
+    or variadic parameters): ``ProgramError`` naming any other."""
+    others = [
+        p.name
+        for p in inspect.signature(function).parameters.values()
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if others:
+        raise ProgramError(
+            f"{function.__qualname__}: a step's parameters are positional; "
+            f"{', '.join(others)} is keyword-only or variadic"
+        )
 
 
 def build_digest(sdfg: dace.SDFG) -> str:
