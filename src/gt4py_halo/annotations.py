@@ -139,7 +139,7 @@ class HaloValidity:
     """Fields whose halos are valid, by identity (GT4Py fields by their buffers, as compiled
     steps get them), held weakly: a field is valid from ``remember`` until a write that
     ``note_written`` hears of, by any annotated program or step with placed exchanges of the
-    process, or ``forget``. Writes it cannot hear of (NumPy from Python, programs without
+    process. Writes it cannot hear of (NumPy from Python, programs without
     ``gh.halo``, steps without ``exchange=``) must be followed by an exchange of the field
     where its halo is read later (``docs/guide.md``)."""
 
@@ -160,9 +160,6 @@ class HaloValidity:
             self._valid[key] = (ref, writes)
         elif entry[1] != writes:
             self._valid[key] = (entry[0], writes)
-
-    def forget(self, field: Any) -> None:
-        self._valid.pop(id(_buffer(field)), None)
 
 
 def _buffer(field: Any) -> Any:
