@@ -740,21 +740,23 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None
     one of them split around the other; with either transport, whose calls the generated
     code holds. One field is GT4Py's default (Edge, K) field (axis 0 contiguous, padded to a
     multiple of 8 entries: its outer stride is no rank's edge count here), in one exchange
-    with dense C-ordered fields."""
+    with dense C-ordered fields; with mpi the per-field copy maps of e2 and e4 (one shape,
+    not the exchange's first) fused."""
     from test_unstructured_exchange import local_field, random_mesh, values
 
     d = gh.UnstructuredDecomposition(random_mesh(comm, seed=13))
     ex = gh.make_exchange(d, backend=backend)
 
     @gh.program(comm=comm)
-    def exchange_cells_and_edges(c, e, e2, e3):
-        h = ex.start(e, e2, e3, dim="edge")
+    def exchange_cells_and_edges(c, e, e2, e3, e4):
+        h = ex.start(e, e2, e3, e4, dim="edge")
         ex.exchange(c, dim="cell")
         h.finish()
 
     specs = {"c": ("cell", (4,), np.float32, "F"), "e": ("edge", (), np.float64, "C")}
     specs["e2"] = ("edge", (2,), np.int64, "C")
     specs["e3"] = ("edge", (3,), np.float64, "gt4py")
+    specs["e4"] = ("edge", (2,), np.float32, "C")
 
     def field(dim, levels, dtype, order):
         if order == "gt4py":
@@ -763,6 +765,8 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None
 
     lowered = exchange_cells_and_edges.to_sdfg(*(field(*spec) for spec in specs.values()))
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n, _ in lowered.all_nodes_recursive())
+    report = exchange_cells_and_edges.fusion_report(*(field(*spec) for spec in specs.values()))
+    assert sorted(map(len, report.fused.values())) == ([2, 2] if backend == "mpi" else [])
     code = lowered.generate_code()[0].clean_code
     assert ("MPI_Startall(" in code) == (backend == "mpi")
     assert (code.count("gt4py_halo::GhexUnstructured(") == 2) == (backend == "ghex")
