@@ -6,10 +6,12 @@ posted a message, it would be matched by the next exchange and corrupt it.
 
 from __future__ import annotations
 
+import gc
 import re
 import shutil
 import tempfile
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -294,6 +296,39 @@ def test_compiled_step_with_a_wrong_field_on_one_rank(comm):
     shape = d.owned_shape if comm.rank == comm.size - 1 else d.allocated_shape
     with pytest.raises(gh.FieldError, match=rf"rank {comm.size - 1}: field a has shape"):
         exchange_one(np.zeros(shape))
+
+
+def test_compiled_step_refuses_what_is_no_array_or_number(comm):
+    """A list (which DaCe would convert into a temporary array that a repeated call reads and
+    writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the
+    argument, before a build and after one; a new read-only array of a shape built before:
+    a ``FieldError``, nothing written. The module's globals are not kept by the step."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step(a, c):
+        ex.exchange(a)
+        a[1, 1] = c
+
+    globals()["_GLOBAL_ARRAY"] = np.ones(3)
+    held = weakref.ref(_GLOBAL_ARRAY)  # noqa: F821 - made just above
+    for built in (False, True):
+        for bad in ([5.0], (5.0,), "5", None):
+            with pytest.raises(gh.FieldError, match=f"argument c is a {type(bad).__name__}"):
+                step(filled_local(d, (), np.float64), bad)
+        if not built:
+            a = filled_local(d, (), np.float64)
+            step(a, 5.0)
+            assert a[1, 1] == 5.0
+    read_only = filled_local(d, (), np.float64)
+    read_only.setflags(write=False)
+    with pytest.raises(gh.FieldError, match="read-only"):
+        step(read_only, 5.0)
+    np.testing.assert_array_equal(read_only, filled_local(d, (), np.float64))
+    del globals()["_GLOBAL_ARRAY"]
+    gc.collect()
+    assert held() is None, "the step keeps a global array of its module alive"
 
 
 @pytest.mark.timeout(120)  # a hang fails

@@ -29,13 +29,14 @@ import logging
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import dace
 import numpy as np
 from dace.codegen.compiler import load_precompiled_sdfg
+from dace.frontend.python import parser as dace_parser
 from dace.frontend.python.common import DaceSyntaxError
 from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
@@ -69,7 +70,7 @@ from gt4py_halo.compiled.shared_functions import share_exchange_functions
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
 from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
-from gt4py_halo.errors import FieldError, ProgramError, RanksDisagreeError
+from gt4py_halo.errors import FieldError, HaloError, ProgramError, RanksDisagreeError
 from gt4py_halo.runtime.fields import field_spec
 
 log = logging.getLogger(__name__)
@@ -137,8 +138,23 @@ class Program:
     def _dace_program(self) -> Any:
         function = self.__wrapped__ if self._placement is None else self._placement.function
         if inspect.ismethod(function):  # ``self`` is its object, resolved like a global
-            return dace.method(function.__func__).__get__(function.__self__)
-        return dace.program(function)
+            program = dace.method(function.__func__).__get__(function.__self__)
+        else:
+            program = dace.program(function)
+        program.global_vars = {}  # taken for each parse (``_globals``)
+        return program
+
+    @contextlib.contextmanager
+    def _globals(self) -> Iterator[None]:
+        """While DaCe resolves the step's names: its copy of the step's globals and closure
+        (``global_vars``), which it takes when the program is made and keeps; arrays among
+        them would live as long as the step. Taken afresh for each parse, dropped after."""
+        program = self._dace_program
+        program.global_vars = dace_parser._get_locals_and_globals(program.f)
+        try:
+            yield
+        finally:
+            program.global_vars = {}
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._attribute = name
@@ -185,6 +201,7 @@ class Program:
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         values = [_plain(a) for a in args]
+        _check_kinds(self._dace_program.argnames, values)
         compiled, fixed, layouts, timers = self._build(values)
         arguments = dict(fixed)
         arguments.update(zip(self._dace_program.argnames, values))
@@ -258,7 +275,8 @@ class Program:
         local = _layout_symbols(values)
         key = self._key(values, local)
         instance = (key, tuple(getattr(v, "shape", None) for v in values))
-        if instance in self._builds:
+        if instance in self._builds:  # new arrays of known shapes: checked as at a build
+            _check_exchanged(self._dace_program.argnames, values, self._binaries[key].exchanged)
             return self._builds[instance]
         layouts = local  # the same on every rank: checked at each build
         if key in self._binaries:
@@ -268,9 +286,10 @@ class Program:
         else:
             arrive(self._comm, repr(self.__name__))
             self._check_layouts_agree(values, layouts)
-            known = step_cache.step_key(
-                self._dace_program, self._descriptors(values, layouts), self._around(key)
-            )
+            with self._globals():
+                known = step_cache.step_key(
+                    self._dace_program, self._descriptors(values, layouts), self._around(key)
+                )
             found = self._built_before(values, known)
             if found is None:
                 compiled, binary, name = self._compile(values, layouts)
@@ -332,12 +351,17 @@ class Program:
             codegen_config(self._device),
             dace.config.set_temporary("compiler", "use_cache", value=True),
         ):
-            compiled = build_on_root(
-                self._comm,
-                build=sdfg.compile,
-                share=lambda _: sdfg.build_folder,
-                load=load_precompiled_sdfg,
-            )
+            try:
+                compiled = build_on_root(
+                    self._comm,
+                    build=sdfg.compile,
+                    share=lambda _: sdfg.build_folder,
+                    load=load_precompiled_sdfg,
+                )
+            except Exception as error:  # on every rank: the root's error, or its report
+                raise ProgramError(
+                    f"{self.__name__} could not be built: {type(error).__name__}: {error}"
+                ) from error
         folder = os.path.abspath(self._comm.bcast(sdfg.build_folder))
         return compiled, _Binary(folder, exchanged, prefixes, timers), sdfg.name
 
@@ -428,12 +452,14 @@ class Program:
         descriptors = self._descriptors(values, layouts)
         try:
             # what DaCe would drop or leave to Python is an error
-            with translated_once(), warnings.catch_warnings():
+            with self._globals(), translated_once(), warnings.catch_warnings():
                 for message in UNCOMPILABLE:
                     warnings.filterwarnings("error", message=message, category=UserWarning)
                 sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)
         except DaceSyntaxError as error:  # ours (split phase) or the step's own Python
             raise ProgramError(f"{self.__name__}: {error}") from error
+        except HaloError:
+            raise
         except UserWarning as warning:
             raise ProgramError(
                 f"{self.__name__}: cannot be compiled as written: {warning} (a `raise` would be "
@@ -442,6 +468,11 @@ class Program:
                 "before calling the step, and call only GT4Py programs, exchanges and code DaCe "
                 "compiles inside it"
             ) from None
+        except Exception as error:  # DaCe's parser on arguments it cannot take
+            raise ProgramError(
+                f"{self.__name__}: DaCe cannot parse the step for these arguments: "
+                f"{type(error).__name__}: {error}"
+            ) from error
         check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
         sdfg.simplify()
         return sdfg
@@ -758,6 +789,20 @@ def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[Exchanged]:
                 if edge.dst_conn.startswith("_f") and name in names and whole:
                     found.append((names.index(name), PLANS[node.spec.uid], prefix))
     return found
+
+
+#: What no step takes (DaCe converts some into temporary arrays that a later call would reuse)
+_NOT_ARGUMENTS = (list, tuple, str, bytes, dict, set, type(None))
+
+
+def _check_kinds(names: list[str], values: list[Any]) -> None:
+    """A ``FieldError`` naming an argument that is no array and no number."""
+    for name, value in zip(names, values):
+        if isinstance(value, _NOT_ARGUMENTS):
+            raise FieldError(
+                f"argument {name} is a {type(value).__name__}: a step takes arrays (NumPy, "
+                "CuPy, GT4Py fields) and numbers"
+            )
 
 
 def _check_exchanged(names: list[str], values: list[Any], exchanged: list[Exchanged]) -> None:
