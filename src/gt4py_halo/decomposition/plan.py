@@ -21,9 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gt4py_halo.errors import BackendError
-
-#: Number of message tags each plan reserves: one per exchange of that plan in flight at once.
+#: The spacing of the plans' message tags on a decomposition's communicator.
 TAGS_PER_PLAN = 256
 
 
@@ -138,8 +136,9 @@ class Direction:
 class ExchangePlan:
     """One exchange pattern of one decomposition (the cartesian grid, or one unstructured dim).
 
-    ``tag`` is the first of ``TAGS_PER_PLAN`` message tags reserved for this plan on the
-    decomposition's own communicator; exchange number ``k`` in flight uses ``tag + k``.
+    ``tag`` is this plan's message tag on the decomposition's own communicator, the one of
+    every exchange of the plan: messages between two ranks match in the order their
+    exchanges were started, which is the same on every rank, whichever finishes first.
 
     Cartesian plans also list every exchange ``direction`` with the rank there (``NO_RANK``
     beyond a non-periodic boundary): the same directions on all ranks, so code generated once
@@ -158,15 +157,6 @@ class ExchangePlan:
     @property
     def remote_neighbours(self) -> tuple[NeighbourExchange, ...]:
         return tuple(n for n in self.neighbours if n.rank != self.rank)
-
-    def message_tag(self, slot: int) -> int:
-        if not 0 <= slot < TAGS_PER_PLAN:
-            raise BackendError(
-                f"plan {self.name!r}: more than {TAGS_PER_PLAN} exchanges in flight at once "
-                "(the 'mpi' transport has that many message tags per plan); finish some before "
-                "starting more"
-            )
-        return self.tag + slot
 
 
 @dataclasses.dataclass(frozen=True)

@@ -231,7 +231,9 @@ class MessageSets:
     """A transport's message sets (buffers, requests): one per (plan, field signature,
     ``variant``, slot), made on first use and kept. An exchange in flight holds its slot, the
     lowest free one of its plan, until it is finished: exchanges in flight never share
-    buffers, and a slot numbers the exchange (MPI: its message tags)."""
+    buffers. Which slot an exchange takes depends on which earlier ones this rank has
+    finished, so it may differ between ranks: nothing that crosses ranks (a message tag)
+    may depend on it."""
 
     def __init__(self) -> None:
         self._slots: dict[tuple, Slots] = {}

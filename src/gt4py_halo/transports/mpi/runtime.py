@@ -46,8 +46,8 @@ class _Wire:
 
 class MessageSet:
     """Persistent requests over the buffers of exchanging one field signature with a plan
-    (``Messages``): one per neighbour rank each way; of one slot (``Slots``), whose number
-    is its messages' tag. While an exchange is in flight it is that exchange's pending handle
+    (``Messages``): one per neighbour rank each way; of one slot (``Slots``: the buffers of
+    one exchange in flight), on the plan's tag (``ExchangePlan.tag``). While an exchange is in flight it is that exchange's pending handle
     (``test``, ``wait``), holding its fields and slot until ``wait``.
 
     An exchange's phases run in C (``_native.Persistent``): starting the receives, packing,
@@ -109,6 +109,7 @@ class MessageSet:
         self._sent = _traffic("sends", self._messages.sends)
         self._received = _traffic("receives", self._messages.recvs)
         self._unpack: list = []  # the copies of the exchange in flight
+        self._arrived: list[MPI.Status] | None = None  # the receives, if ``test`` completed them
         self._arrays: Sequence[Any] = ()  # its fields: the copies' views do not hold them
         # a persistent request holds its communicator: freed with the message set, or the
         # decomposition's communicator is never released
@@ -158,7 +159,16 @@ class MessageSet:
         self._unpack, self._arrays = unpack, arrays
 
     def test(self) -> bool:
-        return MPI.Request.Testall(self._recv_requests + self._send_requests)
+        """Whether every message is complete. The receives complete together, and their
+        statuses are kept for ``wait``, which checks them (a completed persistent request
+        has none left for a wait after it; MPICH's ``MPI_Request_get_status``, which
+        completes nothing, loses them too)."""
+        if self._arrived is None:
+            statuses = [MPI.Status() for _ in self._recv_requests]
+            if not MPI.Request.Testall(self._recv_requests, statuses):
+                return False
+            self._arrived = statuses
+        return MPI.Request.Testall(self._send_requests)
 
     def wait(self) -> None:
         """Wait, then unpack; unless a message's size or signature is not what this rank's
@@ -166,8 +176,15 @@ class MessageSet:
         is unpacked and a ``RanksDisagreeError`` names the senders. Either way the set is
         free for the next exchange after."""
         unpack, self._unpack = self._unpack, []  # copies over CuPy fields hold them
+        arrived, self._arrived = self._arrived, None
         rec = profiling.recorder
         try:
+            if arrived is not None:  # the receives completed by ``test``
+                self._raise_if_wrong(arrived, truncated=False)
+                for copy in unpack:
+                    copy()
+                MPI.Request.Waitall(self._send_requests)
+                return
             if not rec:
                 code = self._requests.finish(unpack)  # (and the sends waited for, if 0)
                 if code:
@@ -203,20 +220,24 @@ class MessageSet:
                     status.Set_error(error.Get_error_code())
             statuses.append(status)
         MPI.Request.Waitall(self._send_requests)
+        self._raise_if_wrong(statuses, code > 0)
+        raise MPI.Exception(code)
+
+    def _raise_if_wrong(self, statuses: list[MPI.Status], truncated: bool) -> None:
+        """``RanksDisagreeError`` naming the messages received not as expected, if any."""
         wrong = [
             problem
             for peer, status, wire, trailer in zip(
                 self._peers, statuses, self._recv_wires, self._trailers
             )
-            if (problem := self._problem(peer, status, wire.memory, trailer, code > 0))
+            if (problem := self._problem(peer, status, wire.memory, trailer, truncated))
         ]
-        if not wrong:
-            raise MPI.Exception(code)
-        raise RanksDisagreeError(
-            "halos not written: "
-            + "; ".join(wrong)
-            + ": the ranks exchange fields of different dtypes or levels in this call"
-        )
+        if wrong:
+            raise RanksDisagreeError(
+                "halos not written: "
+                + "; ".join(wrong)
+                + ": the ranks exchange fields of different dtypes or levels in this call"
+            )
 
     def _problem(
         self,
@@ -283,9 +304,7 @@ class PreparedMpiExchange:
     ) -> None:
         self._slots = sets.slots(plan, specs, xp.__name__)
         slots = self._slots  # (the sets it makes reference no prepared exchange: no cycle)
-        self._make = lambda slot: MessageSet(
-            comm, plan, specs, xp, plan.message_tag(slot), slots.releaser(slot)
-        )
+        self._make = lambda slot: MessageSet(comm, plan, specs, xp, plan.tag, slots.releaser(slot))
         # per message set, the copies bound to this exchange's fields (kept with it: the
         # exchange keeps a prepared exchange per field set, dropped with the fields)
         self._bound: dict[MessageSet, Bound] = {}
