@@ -23,11 +23,11 @@
 
    2. Layout(objects): the objects' layouts, to tell whether what was checked and bound for
    them still holds (gt4py_halo/runtime/exchange.py). A NumPy array can change in place: be
-   reshaped, given other strides, made read-only; copies bound to its old layout would then
-   write wrong halos. (NumPy refuses to resize a weakly referenced array, as every cached one
-   is, so its memory stays.) The layout of an object exporting a buffer (NumPy) is its
-   address, read-only flag, item size, shape and strides; of others (device arrays, GT4Py
-   fields) their shape.
+   reshaped, given other strides or another dtype, made read-only; copies bound to its old
+   layout would then write wrong halos. (NumPy refuses to resize a weakly referenced array, as
+   every cached one is, so its memory stays.) The layout of an object exporting a buffer
+   (NumPy) is its address, read-only flag, item size, element format, shape and strides; of
+   others (device arrays, GT4Py fields) their shape.
 
    3. Again(args, address): a compiled step's last call (gt4py_halo/compiled/last_call.py),
    run again when the next call passes the same objects of the same layouts: a model's steady
@@ -50,7 +50,7 @@
 #include <string.h>
 
 #define MAX_DIMS 32
-#define LAYOUT_WORDS (4 + 2 * 64) /* NumPy's most dims: 64 */
+#define LAYOUT_WORDS (5 + 2 * 64) /* NumPy's most dims: 64 */
 
 static inline void copy_run(char *dst, const char *src, int64_t run) {
     switch (run) { /* the usual element sizes: inlined moves, not calls */
@@ -134,21 +134,26 @@ static PyObject *run(PyObject *self, PyObject *program) {
 static Py_ssize_t buffer_layout(PyObject *obj, int64_t *words) {
     Py_buffer view;
     if (!PyObject_CheckBuffer(obj)) return 0;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES) < 0) { /* e.g. a dtype with no format */
+    if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES | PyBUF_FORMAT) < 0) { /* e.g. a dtype
+                                                                               with no format */
         PyErr_Clear();
         return 0;
     }
     Py_ssize_t n = 0;
-    if (view.ndim <= (LAYOUT_WORDS - 4) / 2) {
+    if (view.ndim <= (LAYOUT_WORDS - 5) / 2) {
+        uint64_t format = 14695981039346656037u; /* FNV-1a of the element format ("B" if none) */
+        for (const char *c = view.format ? view.format : "B"; *c; ++c)
+            format = (format ^ (unsigned char)*c) * 1099511628211u;
         words[0] = (int64_t)(intptr_t)view.buf;
         words[1] = view.readonly;
         words[2] = view.itemsize;
         words[3] = view.ndim;
+        words[4] = (int64_t)format;
         for (int i = 0; i < view.ndim; ++i) {
-            words[4 + i] = view.shape[i];
-            words[4 + view.ndim + i] = view.strides[i];
+            words[5 + i] = view.shape[i];
+            words[5 + view.ndim + i] = view.strides[i];
         }
-        n = 4 + 2 * (Py_ssize_t)view.ndim;
+        n = 5 + 2 * (Py_ssize_t)view.ndim;
     }
     PyBuffer_Release(&view);
     return n;

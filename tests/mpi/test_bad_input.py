@@ -229,6 +229,8 @@ def test_unstructured_dim_errors(comm):
         ex.exchange(np.zeros(1))
     with pytest.raises(gh.DecompositionError, match="unknown dim 'vertex'"):
         ex.exchange(np.zeros(1), dim="vertex")
+    with pytest.raises(gh.DecompositionError, match=r"unknown dim \['cell'\]"):
+        ex.exchange(np.zeros(1), dim=["cell"])
 
 
 def test_read_only_after_an_exchange_is_still_caught(cartesian):
@@ -238,6 +240,15 @@ def test_read_only_after_an_exchange_is_still_caught(cartesian):
     ex.exchange(field)
     field.flags.writeable = False
     with pytest.raises(gh.FieldError, match="read-only"):
+        ex.exchange(field)
+
+
+def test_retyped_after_an_exchange_is_still_caught(cartesian):
+    d, ex = cartesian
+    field = np.zeros(d.allocated_shape)
+    ex.exchange(field)
+    field.dtype = np.complex64  # the same object, memory and item size
+    with pytest.raises(gh.FieldError, match="dtype complex64"):
         ex.exchange(field)
 
 

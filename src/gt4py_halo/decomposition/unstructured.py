@@ -108,7 +108,7 @@ class UnstructuredDecomposition:
             raise DecompositionError(
                 f"this decomposition has dims {', '.join(self.dims)}: pass dim=... to exchange"
             )
-        if dim not in self._plans:
+        if not isinstance(dim, str) or dim not in self._plans:
             raise DecompositionError(
                 f"unknown dim {dim!r}; this decomposition has {', '.join(self.dims)}"
             )
