@@ -39,6 +39,18 @@ def test_halo_holds_owner_values(backend, case):
     np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fields_without_cells_move_nothing(backend):
+    """A field with a level axis of length 0 holds no cells: an exchange of it alone moves
+    nothing, and beside another field leaves that one's halos exact."""
+    d = gh.CartesianDecomposition((13, 11), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend=backend)
+    ex.exchange(np.zeros((*d.allocated_shape, 0)))
+    field = filled_local(d, (), np.float64)
+    ex.exchange(np.zeros((*d.allocated_shape, 2, 0)), field)
+    np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
 def test_ghex_context_is_made_quietly(capfd):
     """oomph writes "MPI thread safety is higher than required" on rank 0 whenever MPI runs
     above MPI_THREAD_SINGLE (mpi4py's default): held back; the exchange still works."""

@@ -179,12 +179,16 @@ class GhexTransport:
                     "fields (its C++ is built for GHEX's CPU architecture): use the 'mpi' or "
                     "'nccl' backend for GPU fields"
                 )
+            if array.size == 0:  # a level axis of length 0: no cells (on every rank alike:
+                continue  # the ranks' level shapes are compared before posting)
             description = patterns.describe(array, spec)
             if description is None:
                 dense = np.empty(array.shape, array.dtype)
                 staged.append((position, dense))
                 description = patterns.describe(dense, spec)
             described.append(description)
+        if not described:
+            return PreparedGhexExchange(None, ())
         return PreparedGhexExchange(self._native.Prepared(described), tuple(staged))
 
     def _patterns_of(self, plan: ExchangePlan) -> Any:
