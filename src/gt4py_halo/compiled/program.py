@@ -147,8 +147,9 @@ class Program:
     @contextlib.contextmanager
     def _globals(self) -> Iterator[None]:
         """While DaCe resolves the step's names: its copy of the step's globals and closure
-        (``global_vars``), which it takes when the program is made and keeps; arrays among
-        them would live as long as the step. Taken afresh for each parse, dropped after."""
+        (``global_vars``, by DaCe's own function), which it takes when the program is made and
+        keeps; arrays among them would live as long as the step. Taken afresh for each parse,
+        dropped after."""
         program = self._dace_program
         program.global_vars = dace_parser._get_locals_and_globals(program.f)
         try:
@@ -796,7 +797,8 @@ _NOT_ARGUMENTS = (list, tuple, str, bytes, dict, set, type(None))
 
 
 def _check_kinds(names: list[str], values: list[Any]) -> None:
-    """A ``FieldError`` naming an argument that is no array and no number."""
+    """A ``FieldError`` naming an argument of a kind no step takes (containers, strings,
+    ``None``); other kinds are DaCe's to take or refuse."""
     for name, value in zip(names, values):
         if isinstance(value, _NOT_ARGUMENTS):
             raise FieldError(

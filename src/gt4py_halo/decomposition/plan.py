@@ -21,9 +21,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-#: The spacing of the plans' message tags on a decomposition's communicator.
-TAGS_PER_PLAN = 256
-
 
 @dataclasses.dataclass(frozen=True)
 class Box:

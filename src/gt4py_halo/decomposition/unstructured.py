@@ -23,7 +23,6 @@ from gt4py_halo.decomposition.collective import (
     raise_on_all_ranks,
 )
 from gt4py_halo.decomposition.plan import (
-    TAGS_PER_PLAN,
     ExchangePlan,
     IndexRegion,
     NeighbourExchange,
@@ -74,7 +73,7 @@ class UnstructuredDecomposition:
             self.owned_gids[name], self.halo_gids[name] = owned, halo
             self.owned_lids[name], self.halo_lids[name] = owned_lids, halo_lids
             self._plans[name] = _build_plan(
-                self.comm, name, owned, halo, owned_lids, halo_lids, number * TAGS_PER_PLAN
+                self.comm, name, owned, halo, owned_lids, halo_lids, number
             )
 
     def local_size(self, dim: str) -> int:

@@ -113,8 +113,10 @@ class _Exchanger:
         if self._agreement is not None:
             self._agreement.next_call()
         arrays = _native.arrays(fields, np.ndarray, as_array)
-        # (a dim no str nor None is no key: the plan's lookup names it)
-        cached = self._prepared.get(dim, fields) if dim is None or isinstance(dim, str) else None
+        try:
+            cached = self._prepared.get(dim, fields)
+        except TypeError:  # an unhashable dim: the plan's lookup names it
+            cached = None
         if cached is None or not cached[4].same(arrays):
             cached = self._prepare(fields, arrays, dim)
         elif self._agreement is not None and self._agreement.last.get(dim) != cached[3]:

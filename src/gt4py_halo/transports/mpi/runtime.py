@@ -46,9 +46,10 @@ class _Wire:
 
 class MessageSet:
     """Persistent requests over the buffers of exchanging one field signature with a plan
-    (``Messages``): one per neighbour rank each way; of one slot (``Slots``: the buffers of
-    one exchange in flight), on the plan's tag (``ExchangePlan.tag``). While an exchange is in flight it is that exchange's pending handle
-    (``test``, ``wait``), holding its fields and slot until ``wait``.
+    (``Messages``): one per neighbour rank each way, on the plan's tag (``ExchangePlan.tag``);
+    of one slot (``Slots``: the buffers of one exchange in flight). While an exchange is in
+    flight it is that exchange's pending handle (``test``, ``wait``), holding its fields and
+    slot until ``wait``.
 
     An exchange's phases run in C (``_native.Persistent``): starting the receives, packing,
     starting the sends and the copies to this rank's own halo in one call; waiting for the
@@ -62,7 +63,6 @@ class MessageSet:
         plan: ExchangePlan,
         specs: Sequence[FieldSpec],
         xp: ModuleType,
-        tag: int,
         release: Callable[[], Any],
     ) -> None:
         staged = xp is not np and not _cuda_aware()
@@ -78,11 +78,11 @@ class MessageSet:
             else None
         )
         self._send_requests = [
-            comm.Send_init(wire.memory, peer, tag)
+            comm.Send_init(wire.memory, peer, plan.tag)
             for (peer, _), wire in zip(self._messages.sends, self._send_wires)
         ]
         self._recv_requests = [
-            comm.Recv_init(wire.memory, peer, tag)
+            comm.Recv_init(wire.memory, peer, plan.tag)
             for (peer, _), wire in zip(self._messages.recvs, self._recv_wires)
         ]
         self._peers = [peer for peer, _ in self._messages.recvs]  # whose message each receive is
@@ -304,7 +304,7 @@ class PreparedMpiExchange:
     ) -> None:
         self._slots = sets.slots(plan, specs, xp.__name__)
         slots = self._slots  # (the sets it makes reference no prepared exchange: no cycle)
-        self._make = lambda slot: MessageSet(comm, plan, specs, xp, plan.tag, slots.releaser(slot))
+        self._make = lambda slot: MessageSet(comm, plan, specs, xp, slots.releaser(slot))
         # per message set, the copies bound to this exchange's fields (kept with it: the
         # exchange keeps a prepared exchange per field set, dropped with the fields)
         self._bound: dict[MessageSet, Bound] = {}
