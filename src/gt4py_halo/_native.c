@@ -29,11 +29,13 @@
    (NumPy) is its address, read-only flag, item size, element format, shape and strides; of
    others (device arrays, GT4Py fields) their shape.
 
-   3. Again(args, address): a compiled step's last call (gt4py_halo/compiled/last_call.py),
-   run again when the next call passes the same objects of the same layouts: a model's steady
-   state, where the Python checks of that cost more than a small exchange. It holds the
-   arguments weakly where they allow it (a step never keeps a user's field alive), others
-   (scalars) as they are.
+   3. Again(args, buffers, address): a compiled step's last call (gt4py_halo/compiled/
+   last_call.py), run again when the next call passes the same objects whose buffers (a GT4Py
+   field's is its ndarray, NumPy's itself) have the same layouts: a model's steady state, where
+   the Python checks of that cost more than a small exchange. It holds the arguments and
+   buffers weakly where they allow it (a step never keeps a user's field alive), others
+   (scalars) as they are. A GT4Py field keeps its buffer (a frozen dataclass): a field of the
+   held buffer's layout is the field checked then.
 
    4. Persistent(...): the persistent MPI requests of a message set (gt4py_halo/transports/
    mpi/runtime.py), started and completed with the copies between them in one call per phase:
@@ -271,21 +273,59 @@ typedef struct {
     PyObject_HEAD
     Py_ssize_t count;
     PyObject **held;    /* per argument: a weak reference, or the value itself */
-    PyObject **layouts; /* per argument: its layout then, or NULL */
+    PyObject **buffers; /* per argument: its buffer's (weakly), where not the argument itself */
+    PyObject **layouts; /* per argument: its buffer's layout then, or NULL */
     void (*step)(void);
 } Again;
 
 static void again_dealloc(Again *self) {
-    for (Py_ssize_t i = 0; i < self->count; ++i) Py_XDECREF(self->held[i]);
+    for (Py_ssize_t i = 0; i < self->count; ++i) {
+        Py_XDECREF(self->held[i]);
+        Py_XDECREF(self->buffers[i]);
+    }
     PyMem_Free(self->held);
+    PyMem_Free(self->buffers);
     free_layouts(self->layouts, self->count);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* A weak reference to `obj`, or `obj` itself where it takes none (a scalar); NULL on error. */
+static PyObject *hold(PyObject *obj) {
+    PyObject *ref = PyWeakref_NewRef(obj, NULL);
+    if (ref == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        ref = Py_NewRef(obj);
+    }
+    return ref;
+}
+
+/* The object `held` (from hold) refers to, NULL if it died; borrowed, compared as an address
+   or used while its holder (an argument of the call) keeps it alive. -1 on error. */
+static int held_object(PyObject *held, PyObject **obj) {
+    if (!PyWeakref_CheckRef(held)) {
+        *obj = held;
+        return 0;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (PyWeakref_GetRef(held, obj) < 0) return -1;
+    Py_XDECREF(*obj);
+#else
+    *obj = PyWeakref_GET_OBJECT(held);
+    if (*obj == Py_None) *obj = NULL;
+#endif
+    return 0;
+}
+
 static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *arguments, *address;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &arguments, &PyLong_Type, &address))
+    PyObject *arguments, *buffers, *address;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyTuple_Type, &arguments, &PyTuple_Type, &buffers,
+                          &PyLong_Type, &address))
         return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(arguments);
+    if (PyTuple_GET_SIZE(buffers) != n) {
+        PyErr_SetString(PyExc_ValueError, "gt4py_halo: a buffer per argument");
+        return NULL;
+    }
     void *step = PyLong_AsVoidPtr(address);
     if (step == NULL) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no step");
@@ -293,53 +333,46 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     Again *self = (Again *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(arguments);
     self->held = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
-    if (self->held == NULL) {
+    self->buffers = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    if (self->held == NULL || self->buffers == NULL) {
+        PyMem_Free(self->held);
+        PyMem_Free(self->buffers);
+        self->held = self->buffers = NULL;
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
     self->count = n;
     self->step = (void (*)(void))step;
-    self->layouts = layouts_of(&PyTuple_GET_ITEM(arguments, 0), n);
+    self->layouts = layouts_of(&PyTuple_GET_ITEM(buffers, 0), n);
     if (self->layouts == NULL) {
         Py_DECREF(self);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject *arg = PyTuple_GET_ITEM(arguments, i);
-        PyObject *ref = PyWeakref_NewRef(arg, NULL);
-        if (ref == NULL) { /* takes no weak reference: a scalar, held as it is */
-            if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
-                Py_DECREF(self);
-                return NULL;
-            }
-            PyErr_Clear();
-            ref = Py_NewRef(arg);
+        PyObject *arg = PyTuple_GET_ITEM(arguments, i), *buffer = PyTuple_GET_ITEM(buffers, i);
+        if ((self->held[i] = hold(arg)) == NULL ||
+            (buffer != arg && (self->buffers[i] = hold(buffer)) == NULL)) {
+            Py_DECREF(self);
+            return NULL;
         }
-        self->held[i] = ref;
     }
     return (PyObject *)self;
 }
 
-/* 1 if `args` are the held arguments, alive and of their layouts then; 0 if not; -1 on error. */
+/* 1 if `args` are the held arguments, alive and their buffers of their layouts then; 0 if
+   not; -1 on error. */
 static int same(Again *self, PyObject *args) {
     if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
     for (Py_ssize_t i = 0; i < self->count; ++i) {
-        PyObject *arg = PyTuple_GET_ITEM(args, i), *held = self->held[i];
-        if (PyWeakref_CheckRef(held)) {
-#if PY_VERSION_HEX >= 0x030D0000
-            PyObject *alive;
-            if (PyWeakref_GetRef(held, &alive) < 0) return -1;
-            Py_XDECREF(alive); /* (compared as an address only) */
-            if (alive != arg) return 0;
-#else
-            if (PyWeakref_GET_OBJECT(held) != arg) return 0;
-#endif
-        } else if (held != arg) {
-            return 0;
+        PyObject *arg = PyTuple_GET_ITEM(args, i), *held, *buffer = arg;
+        if (held_object(self->held[i], &held) < 0) return -1;
+        if (held != arg) return 0;
+        if (self->buffers[i] != NULL) {
+            if (held_object(self->buffers[i], &buffer) < 0) return -1;
+            if (buffer == NULL) return 0;
         }
-        int equal = has_layout(arg, self->layouts[i]);
+        int equal = has_layout(buffer, self->layouts[i]);
         if (equal != 1) return equal;
     }
     return 1;
@@ -374,7 +407,7 @@ static PyTypeObject AgainType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Again",
     .tp_basicsize = sizeof(Again),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Again(args, address): called with the same args, calls the C function at "
+    .tp_doc = "Again(args, buffers, address): called with the same args, calls the C function at "
               "address (no arguments) and returns True; else returns False.",
     .tp_new = again_new,
     .tp_dealloc = (destructor)again_dealloc,

@@ -14,12 +14,13 @@ class DecompositionError(HaloError, ValueError):
 
 
 class FieldError(HaloError, ValueError):
-    """A field that does not fit its exchange plan (shape, dtype, layout, writability)."""
+    """A field that does not fit its exchange plan (shape, dtype, layout, writability), or
+    shares memory with another field of the same exchange."""
 
 
 class BackendError(HaloError, ValueError):
-    """An unknown or misconfigured transport, one without a compiled expansion of an exchange,
-    or one asked for more than it can do (exchanges in flight beyond its message tags)."""
+    """An unknown or misconfigured transport, or one without a compiled expansion of an
+    exchange."""
 
 
 class BackendUnavailableError(HaloError, ImportError):

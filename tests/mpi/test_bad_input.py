@@ -14,6 +14,7 @@ import time
 import weakref
 from pathlib import Path
 
+import gt4py.next as gtx
 import numpy as np
 import pytest
 from halo_reference import expected_local, filled_local
@@ -23,6 +24,7 @@ import gt4py_halo as gh
 from gt4py_halo.compiled import step_cache
 
 BACKENDS = ["mpi", "ghex"]
+I, J = gtx.Dimension("I"), gtx.Dimension("J")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -61,6 +63,24 @@ def test_read_only(cartesian):
     field.flags.writeable = False
     with pytest.raises(gh.FieldError, match="read-only"):
         ex.start(field)
+
+
+def test_fields_that_share_memory(cartesian):
+    """The same array twice, or two overlapping views of one buffer: one field's halo would be
+    another's owned cells. Views that share no element (a tracer axis) are exchanged."""
+    d, ex = cartesian
+    field = np.zeros(d.allocated_shape)
+    with pytest.raises(gh.FieldError, match="fields 0 and 2 share memory"):
+        ex.exchange(field, np.zeros(d.allocated_shape), field)
+    big = np.zeros((d.allocated_shape[0] + 1, *d.allocated_shape[1:]))
+    with pytest.raises(gh.FieldError, match="fields 0 and 1 share memory"):
+        ex.start(big[:-1], big[1:])
+    tracers = np.zeros((*d.allocated_shape, 2))
+    for k in range(2):
+        tracers[..., k] = filled_local(d, (), np.float64)
+    ex.exchange(tracers[..., 0], tracers[..., 1])
+    for k in range(2):
+        np.testing.assert_array_equal(tracers[..., k], expected_local(d, (), np.float64))
 
 
 def test_not_an_array(cartesian):
@@ -309,6 +329,25 @@ def test_compiled_step_with_a_wrong_field_on_one_rank(comm):
         exchange_one(np.zeros(shape))
 
 
+def test_compiled_step_refuses_fields_that_share_memory(comm):
+    """An exchanged argument given twice, or two exchanged arguments that share memory: a
+    ``FieldError`` naming them, before anything is written."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def exchange_two(a, b):
+        ex.exchange(a, b)
+
+    a, b = (filled_local(d, (), np.float64) for _ in range(2))
+    exchange_two(a, b)
+    np.testing.assert_array_equal(b, expected_local(d, (), np.float64))
+    a = filled_local(d, (), np.float64)
+    with pytest.raises(gh.FieldError, match="fields a and b share memory"):
+        exchange_two(a, a)
+    np.testing.assert_array_equal(a, filled_local(d, (), np.float64))
+
+
 def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     """A list (which DaCe would convert into a temporary array that a repeated call reads and
     writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the
@@ -337,6 +376,14 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     with pytest.raises(gh.FieldError, match="read-only"):
         step(read_only, 5.0)
     np.testing.assert_array_equal(read_only, filled_local(d, (), np.float64))
+    field, value = gtx.as_field([I, J], filled_local(d, (), np.float64)), 5.0
+    step(field, value)
+    step(field, value)  # the last call again
+    field.ndarray.setflags(write=False)
+    before = field.asnumpy().copy()
+    with pytest.raises(gh.FieldError, match="read-only"):
+        step(field, value)
+    np.testing.assert_array_equal(field.asnumpy(), before)
     del globals()["_GLOBAL_ARRAY"]
     gc.collect()
     assert held() is None, "the step keeps a global array of its module alive"

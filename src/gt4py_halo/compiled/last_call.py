@@ -68,10 +68,18 @@ class LastCall:
     __slots__ = ("_again", "_prepared", "_quick", "compiled", "name", "profiled", "timers")
 
     def __init__(
-        self, name: str, compiled: Any, args: tuple, prepared: tuple, rec: Any, timers: list
+        self,
+        name: str,
+        compiled: Any,
+        args: tuple,
+        buffers: list,
+        prepared: tuple,
+        rec: Any,
+        timers: list,
     ) -> None:
-        """``prepared``: DaCe's arguments for ``compiled`` converted from ``args``, after a
-        call with them (which initialized the library)."""
+        """``prepared``: DaCe's arguments for ``compiled`` converted from ``args`` (whose
+        arrays are ``buffers``: a GT4Py field's is its ndarray), after a call with them
+        (which initialized the library)."""
         self.name, self.compiled, self.timers = name, compiled, timers
         self.profiled = rec is not None  # the build with timers, or the one without
         self._prepared = prepared
@@ -80,11 +88,12 @@ class LastCall:
         keep(compiled._libhandle, *prepared[0])
         self._again = lib.get_symbol(f"__gh_again_{step}", restype=None)
         address = ctypes.cast(self._again, ctypes.c_void_p).value
-        self._quick = _native.Again(args, address)
+        self._quick = _native.Again(args, tuple(buffers), address)
 
     def again(self, args: tuple) -> bool:
-        """The call again, if ``args`` are its arguments, none reshaped in place since, and
-        profiling is on or off as it was; else ``False``.
+        """The call again, if ``args`` are its arguments, no buffer of theirs reshaped, retyped
+        or made read-only in place since, and profiling is on or off as it was; else
+        ``False``.
 
         DaCe's ``fast_call`` without its Python, unless DaCe call hooks (instrumentation) are
         registered, which only ``fast_call`` invokes."""

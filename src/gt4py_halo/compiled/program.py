@@ -71,7 +71,7 @@ from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
 from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError, HaloError, ProgramError, RanksDisagreeError
-from gt4py_halo.runtime.fields import field_spec
+from gt4py_halo.runtime.fields import check_disjoint, field_spec
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class Program:
         # kept by DaCe for Python callbacks, which no step has (``UNCOMPILABLE``): it would
         # keep the arguments alive
         compiled._argument_to_pyobject.clear()
-        self._last_call = LastCall(self.__name__, compiled, args, prepared, rec, timers)
+        self._last_call = LastCall(self.__name__, compiled, args, values, prepared, rec, timers)
         if rec:
             self._last_call.recorded(rec, t)
 
@@ -812,6 +812,8 @@ def _check_exchanged(names: list[str], values: list[Any], exchanged: list[Exchan
     ``FieldError`` naming the argument, before anything is posted."""
     for index, plan, _ in exchanged:
         field_spec(plan, values[index], names[index])
+    positions = sorted({index for index, _, _ in exchanged})
+    check_disjoint([values[i] for i in positions], [names[i] for i in positions])
 
 
 def _first_difference(per_rank: list[list[str]]) -> str | None:

@@ -54,7 +54,48 @@ def field_spec(plan: ExchangePlan, array: Any, position: int | str) -> FieldSpec
 
 
 def specs_of(plan: ExchangePlan, arrays: Sequence[Any]) -> tuple[FieldSpec, ...]:
-    return tuple(field_spec(plan, a, i) for i, a in enumerate(arrays))
+    specs = tuple(field_spec(plan, a, i) for i, a in enumerate(arrays))
+    check_disjoint(arrays, range(len(arrays)))
+    return specs
+
+
+def check_disjoint(arrays: Sequence[Any], names: Sequence[int | str]) -> None:
+    """A ``FieldError`` naming two of ``arrays`` that share an element: one field's halo would
+    be another's owned cells (or the same cells twice), which no order of writes makes right.
+    Views of one buffer that share nothing (``q[..., 0]``, ``q[..., 1]``) are fine."""
+    views = [_addresses(a) for a in arrays]
+    for j in range(1, len(views)):
+        for i in range(j):
+            if np.shares_memory(views[i], views[j]):
+                raise FieldError(
+                    f"fields {names[i]} and {names[j]} share memory (the same array, or "
+                    "overlapping views of one buffer); an exchange writes halos it reads as "
+                    "owned cells"
+                )
+
+
+def _addresses(array: Any) -> np.ndarray:
+    """A NumPy array at the addresses of ``array``'s elements (host or device), for
+    ``np.shares_memory``, which compares addresses and reads nothing."""
+    if isinstance(array, np.ndarray):
+        return array
+    described = array.__cuda_array_interface__
+    return np.asarray(
+        _Interface(
+            {
+                "shape": described["shape"],
+                "typestr": described["typestr"],
+                "strides": described.get("strides"),
+                "data": (described["data"][0], False),
+                "version": 3,
+            }
+        )
+    )
+
+
+class _Interface:
+    def __init__(self, described: dict) -> None:
+        self.__array_interface__ = described
 
 
 def _is_cupy_array(obj: Any) -> bool:
