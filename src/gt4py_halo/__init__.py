@@ -21,6 +21,7 @@ from gt4py_halo.decomposition.unstructured import UnstructuredDecomposition
 from gt4py_halo.errors import (
     BackendError,
     BackendUnavailableError,
+    ConfigError,
     DecompositionError,
     FieldError,
     HaloError,
@@ -53,6 +54,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "CartesianDecomposition",
+    "ConfigError",
     "DecompositionError",
     "Exchange",
     "ExchangeHandle",

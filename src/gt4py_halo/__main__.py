@@ -19,8 +19,13 @@ def main() -> None:
         print(f"transport {name}: {'installed' if installed(name) else 'not installed'}")
     print(f"GPU: {_gpus()}")
     name, source = backend_and_source()
-    auto = f" (first installed of {', '.join(AUTO_ORDER)})" if name.lower() == "auto" else ""
-    print(f"backend: {name!r}{auto}, from {source}")
+    if name.lower() == "auto":
+        note = f" (first installed of {', '.join(AUTO_ORDER)})"
+    elif name.lower() not in TRANSPORTS:
+        note = f" (unknown: known are {', '.join(sorted(TRANSPORTS))} and 'auto')"
+    else:
+        note = ""
+    print(f"backend: {name!r}{note}, from {source}")
 
 
 def _gpus() -> str:

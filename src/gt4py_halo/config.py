@@ -13,6 +13,8 @@ import os
 import tomllib
 from pathlib import Path
 
+from gt4py_halo.errors import ConfigError
+
 ENV_VARIABLE = "GT4PY_HALO_BACKEND"
 PROFILE_VARIABLE = "GT4PY_HALO_PROFILE"
 DEFAULT_BACKEND = "mpi"
@@ -40,9 +42,25 @@ def _configured(key: str, variable: str) -> tuple[str, str] | None:
     if from_env:
         return from_env, f"the environment variable {variable}"
     pyproject = Path.cwd() / "pyproject.toml"
-    if pyproject.is_file():
+    if not pyproject.is_file():
+        return None
+    try:
         with pyproject.open("rb") as f:
-            table = tomllib.load(f).get("tool", {}).get("gt4py_halo", {})
-        if key in table:
-            return str(table[key]), f"[tool.gt4py_halo] {key} in {pyproject}"
-    return None
+            tools = tomllib.load(f).get("tool", {})
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(
+            f"{pyproject} cannot be read as TOML ({error}); gt4py_halo reads its "
+            "[tool.gt4py_halo] settings there"
+        ) from None
+    table = tools.get("gt4py_halo", {}) if isinstance(tools, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"tool.gt4py_halo in {pyproject} is a {type(table).__name__}, not a table"
+        )
+    if key not in table:
+        return None
+    if not isinstance(table[key], str):
+        raise ConfigError(
+            f"[tool.gt4py_halo] {key} in {pyproject} is {table[key]!r}; it takes a string"
+        )
+    return table[key], f"[tool.gt4py_halo] {key} in {pyproject}"

@@ -32,9 +32,14 @@ class ProgramError(HaloError, ValueError):
     exchange started and never finished, more exchanges than MPI has message tags."""
 
 
+class ConfigError(HaloError, ValueError):
+    """A configuration that cannot be read: a ``pyproject.toml`` in the working directory that
+    is no TOML, a ``[tool.gt4py_halo]`` that is no table, a setting that is no string."""
+
+
 class ProfileError(HaloError, RuntimeError):
-    """A profile (``gh.profile``) that cannot be taken as asked: no folder configured, or one
-    already on."""
+    """A profile (``gh.profile``) that cannot be taken as asked: no folder configured, one
+    already on, no viztracer, a folder rank 0 cannot write."""
 
 
 class RanksDisagreeError(HaloError, RuntimeError):

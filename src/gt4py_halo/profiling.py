@@ -19,18 +19,21 @@ they call) and records, as events of category ``exchange``:
 
 A profile ends when the device work that GPU steps launched inside it has (its one wait for
 the device), so their device events lie inside it. When the profile ends (collectively over
-its communicator), the ranks measure their clock
-offsets to rank 0 (ping-pongs, the one of shortest round trip), rank 0 gathers every rank's
-events into ``<folder>/trace.json`` (Chrome trace format, one process per rank, rank 0's
+its communicator, on a duplicate of its own), the ranks measure their clock offsets to rank 0
+(ping-pongs, the one of shortest round trip), rank 0 gathers every rank's events into
+``<folder>/trace.json`` (``trace.world<w>.json`` for a profile of some ranks of the world,
+``w`` the world rank of its rank 0; Chrome trace format, one process per rank, rank 0's
 clock; ``vizviewer <folder>/trace.json`` shows it) and writes ``<folder>/summary.txt``:
 per rank the time profiled, in each exchange phase, in compiled steps and outside the
 exchanges (stencils and Python), and the slowest rank (the most time outside waits: the one
 the others wait for).
 
-Profiling is on inside ``with gh.profile(folder):``, or for a whole run when
+Profiling is on inside ``with gh.profile(folder):`` (entered collectively: a rank that
+cannot profile is a ``ProfileError`` on every rank), or for a whole run when
 ``GT4PY_HALO_PROFILE`` or ``[tool.gt4py_halo] profile`` names a folder (from the import of
-gt4py_halo to the interpreter's exit, over ``MPI.COMM_WORLD``). Off, an exchange pays one
-test of a module global per phase.
+gt4py_halo to the interpreter's exit, over ``MPI.COMM_WORLD``, confirmed by the ranks at
+their first decomposition over all of them: ``agree_on_whole_run``). Off, an exchange pays
+one test of a module global per phase.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import atexit
 import collections
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -48,7 +52,8 @@ from typing import Any, Self
 from mpi4py import MPI
 
 from gt4py_halo.config import profile_and_source
-from gt4py_halo.errors import BackendUnavailableError, ProfileError
+from gt4py_halo.decomposition.collective import raise_on_all_ranks
+from gt4py_halo.errors import ProfileError, RanksDisagreeError
 
 #: The profile in progress on this process, or None: what the exchanges test.
 recorder: Recorder | None = None
@@ -128,19 +133,45 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
             )
         self.folder = Path(path).absolute()  # where the run started, whatever it does
         self.comm = MPI.COMM_WORLD if comm is None else comm
+        self._comm: MPI.Comm | None = None  # its own, while on
         self._tracer: Any = None
         self._began = 0.0
 
     def __enter__(self) -> Self:
-        global recorder
+        """Collectively: a ``ProfileError`` on every rank if one cannot profile (a profile on
+        already, no viztracer, rank 0 cannot make the folder), else the profile is on."""
+        problem = self._cannot_start()
+        if problem is None and self.comm.rank == 0:
+            problem = self._folder_problem()
+        raise_on_all_ranks(self.comm, problem, ProfileError)
+        self._comm = self.comm.Dup()  # the clock ping-pongs never meet the user's receives
+        self._begin()
+        return self
+
+    def _cannot_start(self) -> str | None:
         if recorder is not None:
-            raise ProfileError("a profile is already on in this process (profiles do not nest)")
+            return "a profile is already on in this process (profiles do not nest)"
         try:
-            from viztracer import VizTracer
+            import viztracer  # noqa: F401
         except ImportError as error:
-            raise BackendUnavailableError(
-                f"profiling needs viztracer: pip install 'gt4py_halo[profile]' ({error})"
-            ) from error
+            return f"profiling needs viztracer: pip install 'gt4py_halo[profile]' ({error})"
+        return None
+
+    def _folder_problem(self) -> str | None:
+        """Why rank 0 could not write the profile's files, found before anything is profiled."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            return f"cannot make the profile's folder {self.folder}: {error}"
+        if not os.access(self.folder, os.W_OK | os.X_OK):
+            return f"cannot write into the profile's folder {self.folder}"
+        return None
+
+    def _begin(self) -> None:
+        """This rank's part of starting the profile: viztracer on, the recorder set."""
+        global recorder
+        from viztracer import VizTracer
+
         self._tracer = VizTracer(
             max_stack_depth=TRACED_DEPTH,
             ignore_c_function=True,
@@ -151,38 +182,56 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
         recorder = Recorder(self._tracer)
         self._tracer.start()
         self._began = recorder.now()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
+    def _stop(self) -> list[dict]:
+        """This rank's part of ending the profile: viztracer off, the recorder gone; what it
+        recorded."""
         global recorder
         # the profile ends when the device work launched inside it has: its events lie inside
         compiled = recorder.drain_compiled()
         recorder.event("profile", self._began, {"folder": str(self.folder)}, "profile")
         self._tracer.stop()
         events, recorder = recorder.events(compiled), None
-        offset = _clock_offset(self.comm, self._tracer.getts)
-        gathered = self.comm.gather((events, offset), root=0)
-        if self.comm.rank == 0:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            merged = merge(gathered)
-            with open(self.folder / "trace.json", "w") as f:
-                json.dump(merged, f)
-            (self.folder / "summary.txt").write_text(summary(merged))
-        self.comm.barrier()  # the files are there when the profile has ended
+        return events
+
+    def __exit__(self, *exc: object) -> None:
+        """Collectively: every rank's events to rank 0, which writes the files; a
+        ``ProfileError`` on every rank if it could not."""
+        events, comm = self._stop(), self._comm
+        offset = _clock_offset(comm, self._tracer.getts)
+        gathered = comm.gather((events, offset, MPI.COMM_WORLD.rank), root=0)
+        problem = None
+        if comm.rank == 0:
+            whole = comm.size == MPI.COMM_WORLD.size
+            # profiles of parts of the world into one folder: named by their first world rank
+            suffix = "" if whole else f".world{gathered[0][2]}"
+            try:
+                merged = merge(gathered, whole)
+                with open(self.folder / f"trace{suffix}.json", "w") as f:
+                    json.dump(merged, f)
+                (self.folder / f"summary{suffix}.txt").write_text(summary(merged))
+            except OSError as error:
+                problem = f"cannot write the profile into {self.folder}: {error}"
+        self._comm = None
+        try:  # the files are there (or the error on every rank) when the profile has ended
+            raise_on_all_ranks(comm, problem, ProfileError)
+        finally:
+            comm.Free()
 
 
-def merge(per_rank: Iterable[tuple[list[dict], float]]) -> dict:
-    """One Chrome trace of every rank's events: process ``rank`` (named so, sorted by rank),
-    times on rank 0's clock."""
+def merge(per_rank: Iterable[tuple[list[dict], float, int]], whole: bool = True) -> dict:
+    """One Chrome trace of every rank's events (with its clock offset and world rank):
+    process ``rank`` (named so, with the world rank where the profile's ranks are not the
+    whole world; sorted by rank), times on rank 0's clock."""
     merged: list[dict] = []
-    for rank, (events, offset) in enumerate(per_rank):
+    for rank, (events, offset, world) in enumerate(per_rank):
         merged += [
             {
                 "ph": "M",
                 "pid": rank,
                 "tid": 0,
                 "name": "process_name",
-                "args": {"name": f"rank {rank}"},
+                "args": {"name": f"rank {rank}" if whole else f"rank {rank} (world {world})"},
             },
             {
                 "ph": "M",
@@ -277,11 +326,73 @@ def _clock_offset(comm: MPI.Comm, now: Callable[[], float]) -> float:
     return best[1] if comm.rank else 0.0
 
 
+#: The run's profile from the configuration, while on.
+_whole_run: profile | None = None
+
+
 def _profile_whole_run() -> None:
-    """A profile from now to the interpreter's exit, where the configuration asks for one."""
+    """A profile from now to the interpreter's exit, where the configuration asks for one.
+
+    Started on this rank alone (an import is no collective): the ranks confirm that they all
+    profile at the first decomposition made over all of them (``agree_on_whole_run``), and
+    only a confirmed profile is gathered at the exit; one never confirmed is dropped there,
+    with a word on stderr, as a gather then could wait for ranks that do not profile."""
+    global _whole_run
     folder, _ = profile_and_source()
     if folder is None:
         return
     whole = profile(folder)
-    whole.__enter__()
-    atexit.register(whole.__exit__)  # before mpi4py's own exit handler finalizes MPI
+    problem = whole._cannot_start()
+    if problem is not None:
+        raise ProfileError(problem)
+    whole._begin()
+    _whole_run = whole
+    atexit.register(_end_whole_run)  # before mpi4py's own exit handler finalizes MPI
+
+
+def agree_on_whole_run(comm: MPI.Comm) -> None:
+    """Collectively over ``comm`` (a decomposition's): a ``RanksDisagreeError`` on every rank
+    if some profile the whole run and others do not (those that do drop their profile, so
+    that no exit waits for the others), a ``ProfileError`` if rank 0 cannot write it. Over
+    all ranks of the world, the profile is confirmed: it gets its communicator."""
+    global _whole_run
+    whole = _whole_run
+    confirming = whole is not None and whole._comm is None and comm.size == MPI.COMM_WORLD.size
+    problem = whole._folder_problem() if confirming and MPI.COMM_WORLD.rank == 0 else None
+    everyone = comm.allgather((whole is not None, problem))
+    on = [rank for rank, (profiling, _) in enumerate(everyone) if profiling]
+    problems = [p for _, p in everyone if p is not None]
+    if (on and len(on) < comm.size) or problems:
+        if whole is not None:
+            whole._stop()
+            _whole_run = None
+        if problems:
+            raise ProfileError(problems[0])
+        raise RanksDisagreeError(
+            "ranks disagree on profiling the whole run (GT4PY_HALO_PROFILE, [tool.gt4py_halo] "
+            f"profile): on at ranks {_ranks(on)} of {comm.size}; the profile is dropped"
+        )
+    if confirming:
+        whole._comm = MPI.COMM_WORLD.Dup()
+
+
+def _ranks(ranks: list[int]) -> str:
+    shown = ", ".join(map(str, ranks[:8]))
+    return shown + (f" (and {len(ranks) - 8} more)" if len(ranks) > 8 else "")
+
+
+def _end_whole_run() -> None:
+    global _whole_run
+    whole, _whole_run = _whole_run, None
+    if whole is None:
+        return
+    if whole._comm is None:
+        whole._stop()
+        print(
+            f"gt4py_halo: the whole-run profile into {whole.folder} is not written: the ranks "
+            "never confirmed that they all profile (they do at the first decomposition made "
+            "over all ranks of MPI.COMM_WORLD)",
+            file=sys.stderr,
+        )
+        return
+    whole.__exit__(None, None, None)

@@ -164,3 +164,120 @@ def timer_code(sdfg) -> bool:
     code = [sdfg.global_code["frame"].as_string]
     code += [n.code.as_string for n, _ in sdfg.all_nodes_recursive() if hasattr(n, "code")]
     return any("gt4py_halo_timers" in c for c in code)
+
+
+def test_a_user_receive_never_takes_the_profile_s_messages(comm, tmp_path) -> None:
+    """A receive of any tag the user's code has posted on the profile's communicator while the
+    profile ends gets the user's message, not the profile's clock ping-pongs."""
+    folder = comm.bcast(str(tmp_path) if comm.rank == 0 else None)
+    last = comm.size - 1
+    with gh.profile(folder, comm=comm):
+        pending = comm.irecv(source=0, tag=MPI.ANY_TAG) if comm.rank == last else None
+    if comm.rank == 0:
+        comm.send("the user's", dest=last, tag=7)
+    if comm.rank == last:
+        assert pending.wait() == "the user's"
+    if comm.rank == 0:
+        assert (Path(folder) / "trace.json").is_file()
+
+
+def test_a_profile_that_cannot_start_on_one_rank_raises_on_every_rank(comm, tmp_path) -> None:
+    """One rank profiling already, or rank 0 unable to make the folder: a ``ProfileError``
+    on every rank when the profile is entered, before anything is profiled."""
+    folder = comm.bcast(str(tmp_path) if comm.rank == 0 else None)
+    last = comm.size - 1
+    inner = gh.profile(Path(folder) / "inner", comm=MPI.COMM_SELF)
+    if comm.rank == last:
+        inner.__enter__()
+    try:
+        with pytest.raises(gh.ProfileError, match=f"rank {last}: a profile is already on"):
+            gh.profile(Path(folder) / "outer", comm=comm).__enter__()
+    finally:
+        if comm.rank == last:
+            inner.__exit__(None, None, None)
+    assert gh.profiling.recorder is None
+    blocked = Path(folder) / "a file"
+    if comm.rank == 0:
+        blocked.write_text("")
+    comm.barrier()
+    with pytest.raises(gh.ProfileError, match="rank 0: cannot make the profile's folder"):
+        gh.profile(blocked / "profile", comm=comm).__enter__()
+    assert gh.profiling.recorder is None
+
+
+def test_profiles_of_groups_of_ranks_into_one_folder(comm, tmp_path) -> None:
+    """Groups of ranks profiling into one folder write files named by their first world rank;
+    processes are named by their rank and world rank. The whole world writes trace.json."""
+    folder = comm.bcast(str(tmp_path) if comm.rank == 0 else None)
+    group = comm.Split(comm.rank % 2, comm.rank)
+    try:
+        with gh.profile(folder, comm=group):
+            pass
+    finally:
+        group.Free()
+    comm.barrier()
+    if comm.size == 1:
+        assert (Path(folder) / "trace.json").is_file()
+        return
+    if comm.rank < 2:
+        events = json.loads((Path(folder) / f"trace.world{comm.rank}.json").read_text())
+        names = [e["args"]["name"] for e in events["traceEvents"] if e["name"] == "process_name"]
+        assert names == [
+            f"rank {r} (world {w})" for r, w in enumerate(range(comm.rank, comm.size, 2))
+        ]
+        assert (Path(folder) / f"summary.world{comm.rank}.txt").is_file()
+    assert not (Path(folder) / "trace.json").exists()
+
+
+def test_a_whole_run_profile_on_some_ranks_only(comm, tmp_path, monkeypatch) -> None:
+    """The whole-run profile (``GT4PY_HALO_PROFILE``) on the last rank only: the first
+    decomposition is a ``RanksDisagreeError`` on every rank, and the last rank drops its
+    profile (its exit then waits for nobody). On every rank: confirmed by a decomposition over
+    all ranks and written at the exit, every rank in it."""
+    from gt4py_halo import profiling
+    from gt4py_halo.config import PROFILE_VARIABLE
+
+    folder = comm.bcast(str(tmp_path) if comm.rank == 0 else None)
+    monkeypatch.setattr(profiling.atexit, "register", lambda f: None)  # ended here instead
+    if comm.rank == comm.size - 1:
+        monkeypatch.setenv(PROFILE_VARIABLE, folder)
+        profiling._profile_whole_run()
+    if comm.size > 1:
+        with pytest.raises(gh.RanksDisagreeError, match=f"on at ranks {comm.size - 1} of"):
+            gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+        assert profiling.recorder is None and profiling._whole_run is None
+    monkeypatch.setenv(PROFILE_VARIABLE, folder)
+    if profiling._whole_run is None:
+        profiling._profile_whole_run()
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    gh.make_exchange(d).exchange(np.ones(d.allocated_shape))
+    profiling._end_whole_run()
+    assert profiling.recorder is None
+    comm.barrier()
+    events = json.loads((Path(folder) / "trace.json").read_text())["traceEvents"]
+    assert {e["pid"] for e in events if e.get("name") == "check"} == set(range(comm.size))
+
+
+def test_a_step_built_while_some_ranks_profile(comm, tmp_path) -> None:
+    """A first call while the last rank alone profiles (its build would hold timers, the
+    others' not): a ``RanksDisagreeError`` on every rank naming the profiling rank, before
+    anything is lowered."""
+    if comm.size == 1:
+        pytest.skip("needs a rank that does not profile")
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def exchange_one(a):
+        ex.exchange(a)
+
+    last = comm.size - 1
+    alone = gh.profile(tmp_path, comm=MPI.COMM_SELF) if comm.rank == last else None
+    if alone:
+        alone.__enter__()
+    try:
+        with pytest.raises(gh.RanksDisagreeError, match=rf"profiling on \(ranks {last}\)"):
+            exchange_one(np.ones(d.allocated_shape))
+    finally:
+        if alone:
+            alone.__exit__(None, None, None)

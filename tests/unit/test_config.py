@@ -31,6 +31,26 @@ def test_pyproject_of_the_working_directory(workdir):
     assert configured_backend() == "ghex"
 
 
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("[tool.gt4py_halo\n", "cannot be read as TOML"),
+        ('[tool]\ngt4py_halo = "ghex"\n', "tool.gt4py_halo in .* is a str, not a table"),
+        ("[tool.gt4py_halo]\nbackend = 1\n", "backend in .* is 1; it takes a string"),
+    ],
+)
+def test_a_pyproject_that_cannot_be_read_is_named(workdir, text, match):
+    """Never a raw TOML error, nor a setting silently ignored or turned into a string."""
+    (workdir / "pyproject.toml").write_text(text)
+    with pytest.raises(gh.ConfigError, match=match):
+        configured_backend()
+
+
+def test_a_pyproject_without_settings_of_ours_is_fine(workdir):
+    (workdir / "pyproject.toml").write_text('tool = 1\n[project]\nname = "x"\n')
+    assert configured_backend() == "mpi"
+
+
 def test_environment_beats_pyproject(workdir, monkeypatch):
     (workdir / "pyproject.toml").write_text('[tool.gt4py_halo]\nbackend = "ghex"\n')
     monkeypatch.setenv(ENV_VARIABLE, "mpi")

@@ -53,6 +53,15 @@ def test_pyproject_profiles_a_whole_run(tmp_path) -> None:
     assert phases(tmp_path / "from_pyproject/trace.json").count("finish") == 3
 
 
+def test_a_profile_setting_that_is_no_string_is_an_error(tmp_path) -> None:
+    """``profile = false`` neither profiles into a folder named False nor is ignored."""
+    (tmp_path / "pyproject.toml").write_text("[tool.gt4py_halo]\nprofile = false\n")
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        run(tmp_path)
+    assert b"ConfigError: [tool.gt4py_halo] profile in" in failed.value.stderr
+    assert not (tmp_path / "False").exists()
+
+
 def test_nothing_is_written_without_a_profile(tmp_path) -> None:
     run(tmp_path)
     assert not list(tmp_path.iterdir())

@@ -386,14 +386,24 @@ class Program:
         )
 
     def _check_layouts_agree(self, values: list[Any], layouts: list) -> None:
-        """Collectively: every rank builds the step with the same layout symbols.
+        """Collectively: every rank builds the step with the same layout symbols, profiling
+        on or off alike.
 
-        Ranks must pass arguments of the same types, unit strides and shape sharing (else a
-        ``RanksDisagreeError`` on every rank names the arguments).
+        Ranks must pass arguments of the same types, unit strides and shape sharing, and
+        profile alike (a build while profiling holds timers: ``compiled/timers.py``); else a
+        ``RanksDisagreeError`` on every rank names the arguments or the profiling ranks.
         """
         names = self._dace_program.argnames
         mine = _argument_layouts(names, values, layouts)
-        everyone = self._comm.allgather(mine)
+        profiled = self._comm.allgather((profiling.recorder is not None, mine))
+        on = [rank for rank, (profiling_on, _) in enumerate(profiled) if profiling_on]
+        if 0 < len(on) < len(profiled):  # a build with timers on some ranks only
+            raise RanksDisagreeError(
+                f"{self.__name__}: ranks build the step with profiling on (ranks "
+                f"{', '.join(map(str, on[:8]))}) and off (the others): profile all ranks that "
+                "call the step, or none (gh.profile(comm=...) takes the step's communicator)"
+            )
+        everyone = [layouts_of_rank for _, layouts_of_rank in profiled]
         differing = [i for i in range(len(mine)) if len({e[i] for e in everyone}) > 1]
         if differing:
             lines = [

@@ -39,7 +39,10 @@ def private_communicator(owner: object, comm: MPI.Comm | None) -> MPI.Comm:
         )
     if not isinstance(comm, MPI.Intracomm):
         raise DecompositionError(f"comm must be an mpi4py intracommunicator, got {comm!r}")
+    from gt4py_halo.profiling import agree_on_whole_run  # (imports this module)
+
     warn_if_oversubscribed()
+    agree_on_whole_run(comm)
     open_meeting_place(comm)  # for the builds of steps on these ranks (build_once)
     duplicate = comm.Dup()
     weakref.finalize(owner, free_communicator, duplicate)
