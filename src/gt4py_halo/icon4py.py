@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from gt4py import next as gtx
+from mpi4py import MPI
 
 try:
     from icon4py.model.common import dimension as dims
@@ -40,8 +41,9 @@ except ImportError as error:
         f"`pip install 'gt4py_halo[icon4py]' icon4py-common==0.4.1` ({error})"
     ) from error
 
+from gt4py_halo import _native
 from gt4py_halo.decomposition.unstructured import UnstructuredDecomposition
-from gt4py_halo.errors import FieldError
+from gt4py_halo.errors import DecompositionError, FieldError
 from gt4py_halo.runtime.exchange import Exchange as _Exchange
 from gt4py_halo.runtime.exchange import ExchangeHandle
 from gt4py_halo.runtime.fields import as_array
@@ -62,13 +64,19 @@ class Exchange(definitions.ExchangeRuntime):
     ) -> None:
         info = decomposition_info.as_host()
         self._dims = {dim.value: dim for dim in dims.horizontal_dims()}
-        self.decomposition = UnstructuredDecomposition.from_local_gids(
-            {
+        try:
+            local_gids = {
                 name: (info.global_index(dim), np.asarray(info.owner_mask(dim), dtype=bool))
                 for name, dim in self._dims.items()
-            },
-            comm=process_props.comm,
-        )
+            }
+        except KeyError as error:
+            raise DecompositionError(
+                f"the DecompositionInfo has no {error} dim; ICON4Py's exchange runtime takes "
+                f"all of {', '.join(self._dims)}"
+            ) from None
+        # ICON4Py's single-node properties have no communicator: this process alone
+        comm = MPI.COMM_SELF if process_props.comm is None else process_props.comm
+        self.decomposition = UnstructuredDecomposition.from_local_gids(local_gids, comm=comm)
         #: the gt4py_halo exchange underneath (``.backend``: the transport in use)
         self.exchange_runtime = _Exchange(self.decomposition, backend)
         self._views = IdentityCache(FIELD_VIEWS)
@@ -79,23 +87,33 @@ class Exchange(definitions.ExchangeRuntime):
         *fields: gtx.Field | data_alloc.NDArray,
         stream: definitions.StreamLike = definitions.DEFAULT_STREAM,
     ) -> Result:
-        """Post the exchange of ``fields`` along horizontal ``dim``; ``finish`` the result."""
-        if dim.value not in self._dims:
+        """Post the exchange of ``fields`` along horizontal ``dim``; ``finish`` the result.
+        No fields: nothing to exchange (as ICON4Py's own runtimes)."""
+        name = getattr(dim, "value", None)
+        if not isinstance(dim, gtx.Dimension) or name not in self._dims:
             raise FieldError(
-                f"dim {dim.value!r} is not a horizontal dim of the decomposition "
+                f"dim {dim!r} is not a horizontal dim of the decomposition "
                 f"({', '.join(self._dims)})"
             )
-        size = self.decomposition.local_size(dim.value)
-        exchanged = [self._local_part(f, position, size) for position, f in enumerate(fields)]
-        if fields and not isinstance(as_array(fields[0], 0), np.ndarray):
+        if not fields:
+            return Result(None, ())
+        size = self.decomposition.local_size(name)
+        exchanged = [self._local_part(f, position, dim, size) for position, f in enumerate(fields)]
+        if not isinstance(as_array(fields[0], 0), np.ndarray):
             _synchronize(stream)
-        return Result(self.exchange_runtime.start(*exchanged, dim=dim.value), fields)
+        return Result(self.exchange_runtime.start(*exchanged, dim=name), fields)
 
-    def _local_part(self, field: Any, position: int, size: int) -> Any:
+    def _local_part(self, field: Any, position: int, dim: gtx.Dimension, size: int) -> Any:
         """``field`` itself, or the view of its first ``size`` entries (nproma padding):
-        the same view object at each call (the exchange's checks and GHEX's descriptors are
-        kept per object), kept without keeping ``field`` alive."""
+        the same view object at each call while the field's array keeps its layout (the
+        exchange's checks and GHEX's descriptors are kept per object), kept without keeping
+        ``field`` alive. A GT4Py field's first dim must be ``dim``."""
         array = as_array(field, position)
+        if isinstance(field, gtx.Field) and field.domain.dims[:1] != (dim,):
+            raise FieldError(
+                f"field {position} has dims {[d.value for d in field.domain.dims]}; an "
+                f"exchange along {dim.value!r} takes fields whose first dim is {dim.value!r}"
+            )
         if array.ndim not in (1, 2) or array.shape[0] < size:
             raise FieldError(
                 f"field {position} has shape {array.shape}; ICON4Py fields of this dim have 1 "
@@ -103,13 +121,14 @@ class Exchange(definitions.ExchangeRuntime):
             )
         if array.shape[0] == size:
             return field
-        view = self._views.get(size, [field])
-        if view is None:
+        kept = self._views.get(size, [field])
+        if kept is None or not kept[1].same([array]):  # new, or reshaped / read-only since
             view = unowned_view(array[:size])
             if view is None:  # a device array: sliced at each call
                 return array[:size]
-            self._views.put(size, [field], view)
-        return view
+            kept = (view, _native.Layout([array]))
+            self._views.put(size, [field], kept)
+        return kept[0]
 
     def get_size(self) -> int:
         return self.decomposition.comm.Get_size()
@@ -121,19 +140,25 @@ class Exchange(definitions.ExchangeRuntime):
 class Result(definitions.ExchangeResult):
     """An exchange in flight: ICON4Py's ``ExchangeResult``."""
 
-    def __init__(self, handle: ExchangeHandle, fields: tuple) -> None:
-        self._handle = handle
+    def __init__(self, handle: ExchangeHandle | None, fields: tuple) -> None:
+        self._handle = handle  # None: nothing in flight
         self._fields = fields  # written until finished (the exchange may hold views only)
 
     def finish(
         self, stream: definitions.StreamLike | definitions.BlockType = definitions.DEFAULT_STREAM
     ) -> None:
         """Write the halos; they are written when this returns, whatever ``stream``."""
-        self._handle.finish()
+        if self._handle is not None:
+            self._handle.finish()
         self._fields = ()
 
     def is_ready(self) -> bool:
-        return self._handle.is_ready()
+        """Whether the exchange has finished (ICON4Py's meaning): once the messages are in,
+        the halos are written here, with every transport."""
+        if self._handle is not None and not self._handle.is_ready():
+            return False
+        self.finish()
+        return True
 
 
 def create_exchange(

@@ -168,6 +168,28 @@ def test_halo_gid_owned_by_nobody(comm):
     owned = np.arange(comm.rank * 4, comm.rank * 4 + 4)
     with pytest.raises(gh.DecompositionError, match="halo gid 999 is owned by no rank"):
         gh.UnstructuredDecomposition({"cell": (owned, [999])})
+    # the directory rank of the gid holds no gid at all (an IndexError there, others hung)
+    with pytest.raises(gh.DecompositionError, match="halo gid 5 is owned by no rank"):
+        gh.UnstructuredDecomposition({"cell": ([], [5] if comm.rank == 0 else [])})
+
+
+def test_ghex_gids_beyond_32_bits_on_one_rank(comm):
+    """GHEX's unstructured API takes 32-bit gids: a DecompositionError on every rank, not one
+    rank raising and the others left in GHEX's collective pattern setup."""
+    last = comm.size - 1
+    gid = 2**31 + comm.rank if comm.rank == last else comm.rank
+    ex = gh.make_exchange(gh.UnstructuredDecomposition({"cell": ([gid], [])}), backend="ghex")
+    with pytest.raises(gh.DecompositionError, match=f"rank {last}: dim 'cell': GHEX's .* 32-bit"):
+        ex.exchange(np.zeros(1))
+
+
+def test_dim_names_of_mixed_types_on_one_rank(comm):
+    """Names that cannot be sorted (a TypeError there, the others hung in a collective)."""
+    dims = {"cell": ([comm.rank], [])}
+    if comm.rank == comm.size - 1:
+        dims[1] = ([comm.rank], [])
+    with pytest.raises(gh.DecompositionError, match="dim names must be a non-empty set of str"):
+        gh.UnstructuredDecomposition(dims)
 
 
 def test_gid_both_owned_and_halo(comm):

@@ -147,3 +147,62 @@ def test_fields_it_cannot_exchange_are_refused_on_every_rank(runtime, info):
         runtime.exchange(dims.EdgeDim, short)
     with pytest.raises(gh.FieldError, match="not a horizontal dim"):
         runtime.exchange(dims.KDim, np.zeros(3))
+
+
+def test_fields_of_other_dims_are_refused(runtime, info):
+    """A GT4Py field on another dim, or with the dim not first: ICON4Py's own exchange
+    asserts that the dim is the field's; the halos of another dim's field would be
+    overwritten with this dim's pattern."""
+    cells, edges = (len(info.global_index(dim)) for dim in (dims.CellDim, dims.EdgeDim))
+    on_edges = gtx.as_field([dims.EdgeDim], np.zeros(max(cells, edges)))
+    with pytest.raises(gh.FieldError, match=r"has dims \['Edge'\]; .* first dim is 'Cell'"):
+        runtime.exchange(dims.CellDim, on_edges)
+    k_first = gtx.as_field([dims.KDim, dims.CellDim], np.zeros((cells, cells)))
+    with pytest.raises(gh.FieldError, match=r"has dims \['K', 'Cell'\]"):
+        runtime.exchange(dims.CellDim, k_first)
+    with pytest.raises(gh.FieldError, match="'Cell' is not a horizontal dim"):
+        runtime.exchange("Cell", np.zeros(cells))
+    assert (on_edges.ndarray == 0).all()
+
+
+def test_padded_arrays_changed_in_place_are_checked_again(runtime, info):
+    """The view of a padded array's local part is made again when the array was made
+    read-only since (a FieldError, nothing written)."""
+    dim = dims.CellDim
+    padded = before_exchange(info, dim, None, np.float64, len(info.global_index(dim)) + PADDING)
+    runtime.exchange(dim, padded)
+    padded[: len(info.global_index(dim))][~info.owner_mask(dim)] = -1
+    padded.flags.writeable = False
+    before = padded.copy()
+    with pytest.raises(gh.FieldError, match="read-only"):
+        runtime.exchange(dim, padded)
+    np.testing.assert_array_equal(padded, before)
+
+
+def test_nothing_to_exchange_and_a_ready_exchange_is_finished(runtime, info):
+    """No fields: nothing to do (as ICON4Py's runtimes). ``is_ready()`` true: the exchange
+    has finished, its halos written (ICON4Py's meaning), with every transport."""
+    runtime.exchange(dims.CellDim)
+    assert runtime.start(dims.EdgeDim).is_ready()
+    dim = dims.VertexDim
+    array = before_exchange(info, dim, 3, np.float32)
+    result = runtime.start(dim, array)
+    while not result.is_ready():
+        pass
+    np.testing.assert_array_equal(array, values(info.global_index(dim), 3, np.float32))
+    result.finish()
+
+
+def test_single_node_properties_are_this_process_alone(info):
+    """ICON4Py's single-node properties (no communicator) on each of several processes: an
+    exchange over this process alone, not over all of them."""
+    props = definitions.SingleNodeProcessProperties()
+    mine = definitions.DecompositionInfo()  # this rank's entries, all its own
+    for dim in DIMS:
+        local = np.unique(info.global_index(dim))
+        mine.set_dimension(dim, local, np.ones(len(local), bool), None)
+    runtime = gh_icon4py.create_exchange(props, mine)
+    assert (runtime.my_rank(), runtime.get_size()) == (0, 1)
+    array = np.arange(len(mine.global_index(dims.CellDim)), dtype=np.float64)
+    runtime.exchange(dims.CellDim, array)
+    np.testing.assert_array_equal(array, np.arange(len(array)))

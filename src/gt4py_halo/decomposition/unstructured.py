@@ -58,8 +58,9 @@ class UnstructuredDecomposition:
     def _build(self, dims: Mapping[str, GidLists], comm: MPI.Comm | None, owned_first: bool):
         self.comm = private_communicator(self, comm)
         self.rank = self.comm.Get_rank()
-        names = sorted(dims) if isinstance(dims, Mapping) else None
+        names = list(dims) if isinstance(dims, Mapping) else None
         _check_same_names(self.comm, names)
+        names = sorted(names)
         self.dims = tuple(names)
         #: per dim, the owned and the halo gids, and (``*_lids``) their local positions
         self.owned_gids: dict[str, np.ndarray] = {}
@@ -127,6 +128,7 @@ def _check_same_names(comm: MPI.Comm, names: list[str] | None) -> None:
     elif not names or not all(isinstance(n, str) for n in names):
         problem = f"dim names must be a non-empty set of strings, got {names!r}"
     raise_on_all_ranks(comm, problem)
+    names = sorted(names)
     everyone = comm.allgather(names)
     if any(other != names for other in everyone):
         raise_on_all_ranks(comm, f"dims differ between ranks: {everyone[:4]}")
@@ -223,10 +225,13 @@ def _build_plan(
     asked_positions = [np.flatnonzero(home == r) for r in range(size)]
     questions = alltoallv(comm, [halo[p] for p in asked_positions])
     answers = []
-    for asked in questions:
+    for asked in questions:  # -1: owned by no rank (this directory may hold no gid at all)
+        owner = np.full(len(asked), -1, np.int64)
         at = np.searchsorted(dir_gids, asked)
-        found = (at < len(dir_gids)) & (dir_gids[np.minimum(at, len(dir_gids) - 1)] == asked)
-        answers.append(np.where(found, dir_owner[np.minimum(at, len(dir_gids) - 1)], -1))
+        inside = np.flatnonzero(at < len(dir_gids))
+        hit = inside[dir_gids[at[inside]] == asked[inside]]
+        owner[hit] = dir_owner[at[hit]]
+        answers.append(owner)
     replies = alltoallv(comm, answers)
     halo_owner = np.empty(len(halo), np.int64)
     for positions, reply in zip(asked_positions, replies):

@@ -35,7 +35,7 @@ from gt4py_halo import profiling
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.collective import raise_on_all_ranks
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
-from gt4py_halo.errors import BackendUnavailableError, DecompositionError, FieldError
+from gt4py_halo.errors import BackendUnavailableError, FieldError
 from gt4py_halo.runtime.agreement import ALARM_AFTER_S, POLLS_PER_CLOCK
 
 try:
@@ -121,11 +121,14 @@ class _UnstructuredPatterns:
 
     def __init__(self, native_module: Any, context: Any, decomposition: Any, dim: str) -> None:
         owned, halo = decomposition.owned_gids[dim], decomposition.halo_gids[dim]
-        if max(owned.max(initial=0), halo.max(initial=0)) >= 2**31:
-            raise DecompositionError(
-                f"dim {dim!r}: GHEX's unstructured API takes 32-bit gids; this mesh has gids "
-                "of 2**31 and above: use the 'mpi' backend"
-            )
+        large = max(owned.max(initial=0), halo.max(initial=0)) >= 2**31
+        raise_on_all_ranks(  # GHEX's pattern setup is collective: no rank may stay in it
+            decomposition.comm,
+            f"dim {dim!r}: GHEX's unstructured API takes 32-bit gids; this rank has gids of "
+            "2**31 and above: use the 'mpi' backend"
+            if large
+            else None,
+        )
         self._pattern = native_module.unstructured_pattern(
             context,
             decomposition.local_gids(dim).astype(np.int32).tobytes(),
