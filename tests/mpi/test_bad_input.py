@@ -478,6 +478,32 @@ def test_runtime_fields_that_differ_between_ranks(comm, theirs):
     ex.exchange(filled_local(d, (), np.float64))  # the exchange still works for all
 
 
+@pytest.mark.parametrize("how", ["another-dim", "skipped-call"])
+def test_runtime_dims_that_differ_between_ranks(comm, how):
+    """With ``mpi``, the last rank exchanges another dim than the others (of messages of the
+    same size), or skips the first of two exchanges: a ``RanksDisagreeError`` on every rank
+    (each rank mirrors every other rank's gid), nothing unpacked: each message says its
+    fields' dim (one tag for all dims: with a tag per dim the ranks waited for good)."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    others = [r for r in range(comm.size) if r != comm.rank]
+    d = gh.UnstructuredDecomposition({dim: ([comm.rank], others) for dim in ("cell", "edge")})
+    ex = gh.make_exchange(d, backend="mpi")
+    for dim in ("cell", "edge"):  # the kinds of each dim known (no check of new kinds later)
+        ex.exchange(np.arange(comm.size, dtype=np.float64), dim=dim)
+    last = comm.rank == comm.size - 1
+    field = np.full(comm.size, -1.0)
+    field[comm.rank] = comm.rank
+    with pytest.raises(gh.RanksDisagreeError):
+        if how == "another-dim":
+            ex.exchange(field, dim="edge" if last else "cell")
+        else:
+            if not last:
+                ex.exchange(field, dim="cell")
+            ex.exchange(field, dim="edge")
+    assert (np.delete(field, comm.rank) == -1).all()
+
+
 @pytest.mark.parametrize("mine", [np.float64, np.int64], ids=["first-kind", "another-kind"])
 @pytest.mark.parametrize(
     "theirs",

@@ -158,7 +158,6 @@ class CartesianDecomposition:
             comm_size=self.comm.Get_size(),
             local_shape=self.allocated_shape,
             neighbours=neighbours,
-            tag=0,
             directions=tuple(directions),
         )
 

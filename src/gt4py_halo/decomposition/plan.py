@@ -133,10 +133,6 @@ class Direction:
 class ExchangePlan:
     """One exchange pattern of one decomposition (the cartesian grid, or one unstructured dim).
 
-    ``tag`` is this plan's message tag on the decomposition's own communicator, the one of
-    every exchange of the plan: messages between two ranks match in the order their
-    exchanges were started, which is the same on every rank, whichever finishes first.
-
     Cartesian plans also list every exchange ``direction`` with the rank there (``NO_RANK``
     beyond a non-periodic boundary): the same directions on all ranks, so code generated once
     serves every rank, with only the ranks passed in at run time. ``neighbours`` groups the
@@ -148,7 +144,6 @@ class ExchangePlan:
     comm_size: int
     local_shape: tuple[int, ...]
     neighbours: tuple[NeighbourExchange, ...]
-    tag: int
     directions: tuple[Direction, ...] = ()
 
     @property

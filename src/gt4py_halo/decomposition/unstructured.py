@@ -68,14 +68,12 @@ class UnstructuredDecomposition:
         self.owned_lids: dict[str, np.ndarray] = {}
         self.halo_lids: dict[str, np.ndarray] = {}
         self._plans: dict[str, ExchangePlan] = {}
-        for number, name in enumerate(self.dims):
+        for name in self.dims:
             read = _gid_arrays if owned_first else _local_gid_arrays
             owned, halo, owned_lids, halo_lids = read(self.comm, name, dims[name])
             self.owned_gids[name], self.halo_gids[name] = owned, halo
             self.owned_lids[name], self.halo_lids[name] = owned_lids, halo_lids
-            self._plans[name] = _build_plan(
-                self.comm, name, owned, halo, owned_lids, halo_lids, number
-            )
+            self._plans[name] = _build_plan(self.comm, name, owned, halo, owned_lids, halo_lids)
 
     def local_size(self, dim: str) -> int:
         """Length of axis 0 of a local field of ``dim``: owned plus halo cells."""
@@ -199,7 +197,6 @@ def _build_plan(
     halo: np.ndarray,
     owned_lids: np.ndarray,
     halo_lids: np.ndarray,
-    tag: int,
 ) -> ExchangePlan:
     size, rank = comm.Get_size(), comm.Get_rank()
 
@@ -265,5 +262,4 @@ def _build_plan(
         comm_size=size,
         local_shape=(len(owned) + len(halo),),
         neighbours=tuple(neighbours),
-        tag=tag,
     )

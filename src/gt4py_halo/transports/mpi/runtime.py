@@ -44,10 +44,18 @@ class _Wire:
         self.buffer.data.set(self.memory)
 
 
+#: The tag of every message, on the decomposition's own communicator: messages between two
+#: ranks match in the order their exchanges were started (of any dim), the same on every
+#: rank whichever finishes first. Ranks that start exchanges of different dims, or skip one,
+#: receive messages whose trailers (the fields' signature with the dim) differ from their
+#: own: a ``RanksDisagreeError`` on every rank that receives one, where per-dim tags would
+#: leave them waiting for messages that never come.
+TAG = 0
+
+
 class MessageSet:
     """Persistent requests over the buffers of exchanging one field signature with a plan
-    (``Messages``): one per neighbour rank each way, on the plan's tag (``ExchangePlan.tag``);
-    of one slot (``Slots``: the buffers of one exchange in flight). While an exchange is in
+    (``Messages``): one per neighbour rank each way, on ``TAG``; of one slot (``Slots``: the buffers of one exchange in flight). While an exchange is in
     flight it is that exchange's pending handle (``test``, ``wait``), holding its fields and
     slot until ``wait``.
 
@@ -67,7 +75,7 @@ class MessageSet:
     ) -> None:
         staged = xp is not np and not _cuda_aware()
         self._release = release  # frees its slot
-        self._signature = signature(specs)
+        self._signature = signature(specs, plan.name)  # (the trailer: the dim included)
         self._messages = Messages(plan, specs, xp, self._signature)
         self._send_wires = [_Wire(buffer, staged) for _, buffer in self._messages.sends]
         self._recv_wires = [_Wire(buffer, staged) for _, buffer in self._messages.recvs]
@@ -78,11 +86,11 @@ class MessageSet:
             else None
         )
         self._send_requests = [
-            comm.Send_init(wire.memory, peer, plan.tag)
+            comm.Send_init(wire.memory, peer, TAG)
             for (peer, _), wire in zip(self._messages.sends, self._send_wires)
         ]
         self._recv_requests = [
-            comm.Recv_init(wire.memory, peer, plan.tag)
+            comm.Recv_init(wire.memory, peer, TAG)
             for (peer, _), wire in zip(self._messages.recvs, self._recv_wires)
         ]
         self._peers = [peer for peer, _ in self._messages.recvs]  # whose message each receive is
@@ -236,7 +244,8 @@ class MessageSet:
             raise RanksDisagreeError(
                 "halos not written: "
                 + "; ".join(wrong)
-                + ": the ranks exchange fields of different dtypes or levels in this call"
+                + ": the ranks exchange fields of different dtypes or levels, or of different "
+                "dims, in this call"
             )
 
     def _problem(
@@ -250,13 +259,16 @@ class MessageSet:
         """What is wrong with the message received from ``peer`` into ``memory``, if
         anything: longer (``truncated``: MPI said so for some message), another size, or
         (where the message is in host memory: ``trailer``, its last 8 bytes) another
-        signature of the fields it holds."""
+        signature of the fields it holds and their dim."""
         if truncated and status.Get_error() != MPI.SUCCESS:
             return f"rank {peer} sent more bytes than {memory.nbytes} expected"
         if status.Get_count(MPI.BYTE) != memory.nbytes:
             return f"rank {peer} sent {status.Get_count(MPI.BYTE)} bytes, {memory.nbytes} expected"
         if trailer is not None and trailer.value != self._signature_value:
-            return f"rank {peer} sent the bytes expected, but of fields of other dtypes or levels"
+            return (
+                f"rank {peer} sent the bytes expected, but of fields of other dtypes or levels, "
+                "or of another dim"
+            )
         return None
 
 
