@@ -203,7 +203,7 @@ def cartesian_width_check(decomposition: Any, program: str, name: str, width: in
     """A ``ProgramError`` if ``width`` is wider than a cartesian decomposition's halo."""
     if getattr(decomposition, "dims", None) is not None:
         return  # unstructured: a width above 0 needs the dim's halo, whatever it holds
-    narrowest = min(min(lo, hi) for lo, hi in decomposition.halo if lo or hi)
+    narrowest = min((min(lo, hi) for lo, hi in decomposition.halo if lo or hi), default=0)
     if width > narrowest:
         raise ProgramError(
             f"{program} reads {name} {width} cell(s) into its halo; the decomposition's "

@@ -93,6 +93,53 @@ def test_a_second_run_does_not_parse_the_step(tmp_path):
     assert run_step(tmp_path, "2.0", halo=2)[0] != total
 
 
+def test_a_library_left_truncated_is_built_again(tmp_path):
+    """A build killed while linking (or a full disk) leaves a library that is not whole:
+    loading it ended the next run with a bus error, records or not. It is built again."""
+    total, built = run_step(tmp_path, "2.0")
+    (library,) = (p for p in built if p.name.startswith("libstep_"))
+    whole = library.read_bytes()
+    for records in (True, False):
+        library.write_bytes(whole[:1000])
+        if not records:
+            for record in tmp_path.rglob("gt4py_halo_steps/*.json"):
+                record.unlink()
+        assert run_step(tmp_path, "2.0")[0] == total
+        assert library.stat().st_size == len(whole)
+
+
+def test_a_cache_folder_that_cannot_be_written_keeps_nothing(tmp_path):
+    """Where the step records and translations cannot be written, the step still builds and
+    runs (a warning); nothing is kept."""
+    (tmp_path / ".gt4py_cache").mkdir()  # GT4Py's cache folder in GT4PY_BUILD_CACHE_DIR
+    for kept in ("gt4py_halo_steps", "gt4py_halo_sdfgs"):
+        (tmp_path / ".gt4py_cache" / kept).write_text("a file where the folder would be")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert run_step(tmp_path, "2.0")[0] == run_step(elsewhere, "2.0")[0]
+
+
+def test_two_jobs_started_together_in_one_folder(tmp_path):
+    """Both build the same step in the same build folder: the second waits for the first
+    (DaCe, reusing what the folder holds, loaded a library half written)."""
+    script = tmp_path / "step.py"
+    script.write_text(STEP.replace("SCALE", "2.0").replace("HALO", "1"))
+    jobs = [
+        subprocess.Popen(
+            [sys.executable, script.name],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=isolated(tmp_path),
+        )
+        for _ in range(2)
+    ]
+    results = [job.communicate() for job in jobs]
+    assert all(job.returncode == 0 for job in jobs), [err for _, err in results]
+    assert results[0][0] == results[1][0]
+
+
 def test_a_step_calling_a_python_helper_is_parsed_at_every_run(tmp_path):
     """A helper function has no key (its code is not in the step's): parsed every time."""
     helper = STEP.replace("    ex.exchange(a)\n    for", "    double(a)\n    for")

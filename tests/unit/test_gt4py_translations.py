@@ -6,6 +6,7 @@ translates it once."""
 from __future__ import annotations
 
 import importlib.util
+import pickle
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -65,6 +66,23 @@ def test_a_reused_translation_is_the_one_gt4py_makes(translations, tmp_path):
     assert len({id(first), id(again), id(from_disk)}) == 3  # DaCe may change what it gets
     assert list((tmp_path / "gt4py_halo_sdfgs").glob("*.pickle"))
     assert type(program).__sdfg__ is not gt4py_translations._sdfg  # GT4Py's own again
+
+
+def test_a_damaged_translation_on_disk_is_made_again(translations, tmp_path):
+    """An entry whose SDFG is no JSON (a flipped byte) is translated again and replaced; it
+    made every later build fail."""
+    program = example("diffusion_2d").energy
+    with translated_once():
+        program.__sdfg__()
+    (entry,) = (tmp_path / "gt4py_halo_sdfgs").glob("*.pickle")
+    kept = pickle.loads(entry.read_bytes())
+    entry.write_bytes(pickle.dumps(("{" + kept[0], *kept[1:])))
+    gt4py_translations._translations.clear()  # as in a later process
+    with translated_once():
+        again = program.__sdfg__()
+    assert len(translations) == 2
+    assert described(again) == described(gt4py_translations._TRANSLATE(program))
+    assert pickle.loads(entry.read_bytes()) == kept
 
 
 def test_neighbour_tables_of_other_contents_are_translated_again(translations):

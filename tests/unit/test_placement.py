@@ -106,6 +106,14 @@ def test_a_width_wider_than_the_halo_is_refused(programs, ex) -> None:
 
     with pytest.raises(gh.ProgramError, match="reads u 2 cell.*halo is 1 wide"):
         placed(step, ex)
+    diffuse = programs[0]
+
+    def narrow(u, v, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)
+
+    no_halo = gh.CartesianDecomposition((8, 6), halo=0, comm=MPI.COMM_SELF)
+    with pytest.raises(gh.ProgramError, match="reads u 1 cell.*halo is 0 wide"):
+        placed(narrow, gh.make_exchange(no_halo))
 
 
 def test_an_exchange_starts_right_after_the_last_write(programs, ex) -> None:

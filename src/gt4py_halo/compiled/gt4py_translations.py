@@ -21,9 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import pickle
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,8 @@ import xxhash
 from gt4py.next import common, config, fingerprinting
 from gt4py.next.otf import arguments, toolchain, workflow
 from gt4py.next.program_processors.runners.dace import program as dace_program
+
+from gt4py_halo.compiled.cache_files import write_whole
 
 log = logging.getLogger(__name__)
 
@@ -166,17 +166,15 @@ def _load(key: str) -> tuple[str, dict, dict] | None:
         return None
     try:
         with open(folder / f"{key}.pickle", "rb") as file:
-            return pickle.load(file)
-    except (OSError, pickle.UnpicklingError, EOFError):
+            kept = pickle.load(file)
+        json.loads(kept[0])  # a damaged entry is translated again (and replaced)
+        return kept
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError):
         return None
 
 
 def _store(key: str, kept: tuple[str, dict, dict]) -> None:
     """Written whole or not at all: ranks of one job may store the same key at once."""
     folder = _folder()
-    if folder is None:
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".part") as file:
-        pickle.dump(kept, file)
-    os.replace(file.name, folder / f"{key}.pickle")
+    if folder is not None:
+        write_whole(folder / f"{key}.pickle", pickle.dumps(kept))

@@ -46,6 +46,7 @@ from gt4py_halo.annotations import HaloValidity, note_written
 from gt4py_halo.build_once import arrive, build_on_root
 from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.arena_lowering import place_attached_segments
+from gt4py_halo.compiled.cache_files import building_in
 from gt4py_halo.compiled.convertible import (
     BY_PREFIX,
     CLOSURE_PREFIX,
@@ -355,7 +356,7 @@ class Program:
             try:
                 compiled = build_on_root(
                     self._comm,
-                    build=sdfg.compile,
+                    build=functools.partial(_compile_in_folder, sdfg),
                     share=lambda _: sdfg.build_folder,
                     load=load_precompiled_sdfg,
                 )
@@ -770,6 +771,13 @@ def _argument_layouts(names: list[str], values: list[Any], layouts: list) -> lis
             f"same shape as {shape}"
         )
     return described
+
+
+def _compile_in_folder(sdfg: dace.SDFG) -> Any:
+    """``sdfg`` compiled in its build folder, which other jobs wait for meanwhile
+    (``cache_files.building_in``)."""
+    with building_in(sdfg.build_folder):
+        return sdfg.compile()
 
 
 def _outline(sdfg: dace.SDFG) -> list[str]:

@@ -17,8 +17,8 @@ anew. A step that calls an object without such a key (a Python helper function, 
 
 Records live beside GT4Py's persistent build cache (``GT4PY_BUILD_CACHE_LIFETIME=persistent``,
 in ``GT4PY_BUILD_CACHE_DIR``); without a persistent cache, nothing is kept. A record is
-written whole or not at all (jobs may share the folder), and one whose binary is gone is
-ignored.
+written whole or not at all (jobs may share the folder), and one whose binary is gone or not
+whole is ignored (``cache_files.py``).
 """
 
 from __future__ import annotations
@@ -30,9 +30,7 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,7 @@ import gt4py
 import numpy as np
 from dace.frontend.python import preprocessing
 
+from gt4py_halo.compiled.cache_files import whole_library, write_whole
 from gt4py_halo.compiled.convertible import process_prefix
 from gt4py_halo.compiled.gt4py_translations import dace_settings, program_key
 
@@ -143,22 +142,17 @@ def load(key: StepKey) -> Record | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     built = Path(record.folder)
-    if not (built / "program.sdfgz").is_file() or not any(built.glob("build/lib*")):
+    libraries = list(built.glob("build/lib*.so"))
+    if not (built / "program.sdfgz").is_file() or not libraries:
         return None
-    return record
+    return record if all(map(whole_library, libraries)) else None
 
 
 def store(key: StepKey, record: Record) -> None:
     """Keeps ``record`` under ``key``: written whole or not at all."""
     folder = _folder()
-    if folder is None:
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", dir=folder, delete=False, suffix=".part", encoding="utf-8"
-    ) as file:
-        json.dump(dataclasses.asdict(record), file)
-    os.replace(file.name, folder / f"{key.digest}.json")
+    if folder is not None:
+        write_whole(folder / f"{key.digest}.json", json.dumps(dataclasses.asdict(record)).encode())
 
 
 def _folder() -> Path | None:

@@ -1,0 +1,88 @@
+"""The files of compiled steps kept between runs: step records (``step_cache.py``), GT4Py
+translations (``gt4py_translations.py``) and the binaries DaCe builds in its build folders.
+
+Jobs may share a cache folder, and jobs started from one working directory share DaCe's build
+folders. So a cache file is written whole or not at all (a temporary file renamed over it); a
+build folder is locked while a step is built in it (DaCe, told to reuse what a folder holds,
+would load another job's library half written); and a library that is not whole (a build
+killed while linking, a full disk: loading one ends the process with a bus error) is built
+again. A cache folder that cannot be written (read-only, full) only means that nothing is
+kept there: the run goes on, with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import struct
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+_WARNED: set[Path] = set()  # cache folders found unwritable, warned about once
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """``data`` into ``path``, whole or not at all; nothing where its folder cannot be
+    written (a warning, once per folder)."""
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".part") as file:
+            try:
+                file.write(data)
+            except BaseException:
+                os.unlink(file.name)
+                raise
+        os.replace(file.name, path)
+    except OSError as error:
+        if folder not in _WARNED:
+            _WARNED.add(folder)
+            warnings.warn(
+                f"gt4py_halo: cannot write into the cache folder {folder} ({error}); nothing is "
+                "kept there, so later runs build again",
+                stacklevel=2,
+            )
+
+
+@contextlib.contextmanager
+def building_in(folder: str) -> Iterator[None]:
+    """While a step is built in DaCe's build folder ``folder``: other jobs building in it wait
+    (a lock file beside it), and a library there that is not whole is removed (built again)."""
+    path = Path(folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f"{path.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
+        for library in path.glob("build/lib*.so"):
+            if not whole_library(library):
+                library.unlink()
+        yield
+
+
+def whole_library(path: Path) -> bool:
+    """Whether the ELF shared library at ``path`` holds every byte its headers point to."""
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            head = file.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit ELF
+                return False
+            order = "<" if head[5] == 1 else ">"
+            program_headers, section_headers = struct.unpack_from(order + "QQ", head, 0x20)
+            entry, count, section_entry, sections = struct.unpack_from(order + "HHHH", head, 0x36)
+            if (
+                max(program_headers + entry * count, section_headers + section_entry * sections)
+                > size
+            ):
+                return False
+            file.seek(program_headers)
+            table = file.read(entry * count)
+    except OSError:
+        return False
+    for n in range(count):  # each segment's bytes in the file: p_offset + p_filesz
+        offset, _, _, in_file = struct.unpack_from(order + "QQQQ", table, n * entry + 8)
+        if offset + in_file > size:
+            return False
+    return True
