@@ -32,10 +32,11 @@
    3. Again(args, buffers, address): a compiled step's last call (gt4py_halo/compiled/
    last_call.py), run again when the next call passes the same objects whose buffers (a GT4Py
    field's is its ndarray, NumPy's itself) have the same layouts: a model's steady state, where
-   the Python checks of that cost more than a small exchange. It holds the arguments and
-   buffers weakly where they allow it (a step never keeps a user's field alive), others
-   (scalars) as they are. A GT4Py field keeps its buffer (a frozen dataclass): a field of the
-   held buffer's layout is the field checked then.
+   the Python checks of that cost more than a small exchange. It holds the arguments weakly
+   where they allow it (a step never keeps a user's field alive), others (scalars) as they
+   are, and buffers weakly only (one that takes no weak reference is not held: its
+   argument's own layout is checked). A GT4Py field keeps its buffer (a frozen dataclass): a
+   field of the held buffer's layout is the field checked then.
 
    4. Persistent(...): the persistent MPI requests of a message set (gt4py_halo/transports/
    mpi/runtime.py), started and completed with the copies between them in one call per phase:
@@ -273,7 +274,7 @@ typedef struct {
     PyObject_HEAD
     Py_ssize_t count;
     PyObject **held;    /* per argument: a weak reference, or the value itself */
-    PyObject **buffers; /* per argument: its buffer's (weakly), where not the argument itself */
+    PyObject **buffers; /* per argument: a weak reference to its buffer, or NULL (itself) */
     PyObject **layouts; /* per argument: its buffer's layout then, or NULL */
     void (*step)(void);
 } Again;
@@ -344,18 +345,32 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->count = n;
     self->step = (void (*)(void))step;
-    self->layouts = layouts_of(&PyTuple_GET_ITEM(buffers, 0), n);
-    if (self->layouts == NULL) {
+    PyObject **checked = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)); /* borrowed */
+    if (checked == NULL) {
         Py_DECREF(self);
-        return NULL;
+        return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; ++i) {
         PyObject *arg = PyTuple_GET_ITEM(arguments, i), *buffer = PyTuple_GET_ITEM(buffers, i);
-        if ((self->held[i] = hold(arg)) == NULL ||
-            (buffer != arg && (self->buffers[i] = hold(buffer)) == NULL)) {
-            Py_DECREF(self);
-            return NULL;
+        checked[i] = arg;
+        if ((self->held[i] = hold(arg)) == NULL) break;
+        if (buffer == arg) continue;
+        /* a buffer that takes no weak reference is not held (it would be kept alive): the
+           argument's own layout is checked instead */
+        self->buffers[i] = PyWeakref_NewRef(buffer, NULL);
+        if (self->buffers[i] != NULL) {
+            checked[i] = buffer;
+        } else if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+        } else {
+            break;
         }
+    }
+    if (!PyErr_Occurred()) self->layouts = layouts_of(checked, n);
+    PyMem_Free(checked);
+    if (self->layouts == NULL) {
+        Py_DECREF(self);
+        return NULL;
     }
     return (PyObject *)self;
 }
