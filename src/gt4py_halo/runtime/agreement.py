@@ -30,12 +30,23 @@ A rank that repeats its kind and never waits for the checking rank's messages (i
 to it: one-sided halos) reads the alarms at its next call, at most once per
 ``ALARM_AFTER_S`` (one clock read per call). One that makes no further call leaves the
 checking rank waiting, saying so on stderr (docs/checks.md).
+
+Ranks that each repeat their kinds can still disagree: one exchanges another dim than the
+others in a call, or skipped a call. No check runs, and their messages never meet (GHEX tags
+them by dim). So a rank whose wait for an exchange's messages lasts ``ALARM_AFTER_S`` sends
+every other rank a stuck note (the call number, its dim and kind of fields), once per call,
+and reads the others' while it waits and at its next calls (at most once per
+``ALARM_AFTER_S``): a note for a call this rank made with another dim or kind proves a
+disagreement; it sends the noting ranks its own (so that they raise too, if they wait) and
+raises. A note for the same dim and kind says nothing: that rank waits for another. Each
+rank remembers the dim and kind of its last ``CALLS_REMEMBERED`` calls (``made``).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
 
 import numpy as np
 from mpi4py import MPI
@@ -49,6 +60,9 @@ from gt4py_halo.errors import RanksDisagreeError
 ALARM_AFTER_S = 1.0
 _ALARM_TAG = 1  # a checking rank's (call, fields) to the others
 _ANSWER_TAG = 2  # a waiting rank's (call, fields) to a checking one
+_STUCK_TAG = 3  # a rank waiting long for messages: (call, dim, kind, fields) to the others
+#: Calls whose dim and kind of fields a rank remembers, for the stuck notes of other ranks.
+CALLS_REMEMBERED = 64
 #: Polls of a waiting check or exchange between reads of the clock.
 POLLS_PER_CLOCK = 1000
 _POLL_S = 0.001  # seconds between polls of a check once it is that slow
@@ -77,9 +91,15 @@ class Agreement:
         self.call = 0
         self._named: dict[str | None, str] = {}  # per dim, its last kind as errors name it
         self._read_at = time.monotonic()  # when ``next_call`` last read alarms
+        self._calls: dict[int, tuple] = {}  # per recent call: (dim, kind, specs)
+        self._noted = 0  # the last call this rank sent a stuck note of
+        self._notes: dict[int, list[tuple]] = {}  # per call: (rank, (dim, kind), as named)
 
     def __del__(self) -> None:
         if "_comm" in vars(self) and self._broken is None:  # (else its Dup failed, or _BROKEN)
+            if not MPI.Is_finalized():  # no note left for a communicator made in its place
+                while self._comm.Iprobe(MPI.ANY_SOURCE, _STUCK_TAG):
+                    self._comm.recv(source=MPI.ANY_SOURCE, tag=_STUCK_TAG)
             free_communicator(self._comm)
 
     def next_call(self) -> int:
@@ -93,8 +113,14 @@ class Agreement:
         if now - self._read_at >= ALARM_AFTER_S:  # for ranks that never wait for messages
             self._read_at = now
             self._answer_alarms("; ".join(self._named.values()))
+            self._read_notes()
         self.call += 1
         return self.call
+
+    def made(self, dim: str | None, specs: tuple[FieldSpec, ...], kind: int) -> None:
+        """Remember the dim and kind of fields of this call (for others' stuck notes)."""
+        self._calls[self.call] = (dim, kind, specs)
+        self._calls.pop(self.call - CALLS_REMEMBERED, None)
 
     def check(self, dim: str | None, specs: tuple[FieldSpec, ...], kind: int) -> None:
         """Collectively, unless ``kind`` (``signature(specs, dim)`` as an int64) is the kind
@@ -169,8 +195,42 @@ class Agreement:
         """What a wait for the messages of an exchange of these fields does once it has
         lasted ``ALARM_AFTER_S``, at every poll: raise ``RanksDisagreeError`` if a rank
         checks new fields in a call of this exchange whose check this rank did not take
-        part in (its fields were of its dim's last kind, the other's not: the ranks disagree)."""
+        part in (its fields were of its dim's last kind, the other's not: the ranks disagree),
+        or made this call with another dim or kind of fields (stuck notes, module docstring)."""
+        if self._noted != self.call:
+            self._noted = self.call
+            self._note(self.call, range(self._comm.Get_size()))
         self._answer_alarms(described(dim, specs))
+        self._read_notes()
+
+    def _note(self, call: int, ranks: Iterable[int]) -> None:
+        """Send ``ranks`` (but this one) the stuck note of ``call``: its dim and kind."""
+        dim, kind, specs = self._calls[call]
+        note = (call, (dim, kind), described(dim, specs))
+        for rank in ranks:
+            if rank != self._comm.Get_rank():
+                self._comm.isend(note, rank, _STUCK_TAG).Free()
+
+    def _read_notes(self) -> None:
+        """Read the stuck notes; one for a call this rank made with another dim or kind of
+        fields proves a disagreement: send the noting ranks this rank's note, and raise."""
+        status = MPI.Status()
+        while self._comm.Iprobe(MPI.ANY_SOURCE, _STUCK_TAG, status):
+            rank = status.Get_source()
+            call, theirs, named = self._comm.recv(source=rank, tag=_STUCK_TAG)
+            self._notes.setdefault(call, []).append((rank, theirs, named))
+        for call in [c for c in self._notes if c <= self.call]:
+            notes = self._notes.pop(call)
+            if call not in self._calls:
+                continue  # made too long ago to compare (this rank went on: not its fault)
+            dim, kind, specs = self._calls[call]
+            differ = [(rank, named) for rank, theirs, named in notes if theirs != (dim, kind)]
+            if differ:
+                if self._noted != call:  # (else they have this rank's note of it)
+                    self._note(call, [rank for rank, _ in differ])
+                differ = list(dict(differ).items())  # (a rank may have noted twice)
+                mine = (self._comm.Get_rank(), described(dim, specs))
+                raise self._break(_stuck_disagreement(call, [*differ, mine]))
 
     def _answer_alarms(self, mine: str) -> None:
         """Read the alarms; one for a call this rank made without its check proves a
@@ -215,6 +275,15 @@ def described(dim: str | None, specs: tuple[FieldSpec, ...]) -> str:
     """A kind of fields as errors name it."""
     fields = ", ".join(f"{s.dtype} levels {s.level_shape}" for s in specs)
     return fields if dim is None else f"dim {dim!r}: {fields}"
+
+
+def _stuck_disagreement(call: int, fields: list[tuple[int, str]]) -> str:
+    shown = "; ".join(f"rank {rank}: {theirs!r}" for rank, theirs in sorted(fields))
+    return (
+        f"exchange: ranks disagree on exchange call {call} ({shown}): a rank exchanged "
+        "another dim or other fields in that call, or skipped a call, and the others waited "
+        "for messages it never sent"
+    )
 
 
 def _disagreement(call: int, fields: list[tuple[int, str]]) -> str:

@@ -121,6 +121,8 @@ class _Exchanger:
             cached = self._prepare(fields, arrays, dim)
         elif self._agreement is not None and self._agreement.last.get(dim) != cached[3]:
             self._agreement.check(dim, cached[2], cached[3])
+        if self._agreement is not None:
+            self._agreement.made(dim, cached[2], cached[3])
         return cached[0], cached[1], arrays
 
     def _prepare(

@@ -322,13 +322,16 @@ PyObject* regular_pattern(PyObject*, PyObject* args)
     return reinterpret_cast<PyObject*>(self);
 }
 
-// unstructured_pattern(context, gids, halo_lids): the pattern of an unstructured dim (int32
-// buffers: this rank's gids in local order, the local indices of its halo). Collective.
+// unstructured_pattern(context, gids, halo_lids, domain_id): the pattern of an unstructured
+// dim (int32 buffers: this rank's gids in local order, the local indices of its halo; this
+// rank's domain id, see unstructured_grid). Collective.
 PyObject* unstructured_pattern(PyObject*, PyObject* args)
 {
     PyObject* context;
     Py_buffer gids, halo_lids;
-    if (!PyArg_ParseTuple(args, "O!y*y*", &ContextType, &context, &gids, &halo_lids))
+    int domain_id;
+    if (!PyArg_ParseTuple(args, "O!y*y*i", &ContextType, &context, &gids, &halo_lids,
+            &domain_id))
         return nullptr;
     PatternObject* self = new_pattern(context, false);
     if (self)
@@ -339,7 +342,7 @@ PyObject* unstructured_pattern(PyObject*, PyObject* args)
                 std::pair<unstructured::domain, unstructured::pattern_type>>(unstructured::make(
                 *reinterpret_cast<ContextObject*>(context)->context,
                 static_cast<const int*>(gids.buf), gids.len / sizeof(int),
-                static_cast<const int*>(halo_lids.buf), halo_lids.len / sizeof(int)));
+                static_cast<const int*>(halo_lids.buf), halo_lids.len / sizeof(int), domain_id));
         }
         catch (const std::exception& e)
         {

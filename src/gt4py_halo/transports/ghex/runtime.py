@@ -129,10 +129,12 @@ class _UnstructuredPatterns:
             if large
             else None,
         )
+        comm = decomposition.comm  # a domain id per rank and dim: GHEX's tags differ per dim
         self._pattern = native_module.unstructured_pattern(
             context,
             decomposition.local_gids(dim).astype(np.int32).tobytes(),
             decomposition.halo_lids[dim].astype(np.int32).tobytes(),
+            decomposition.dims.index(dim) * comm.size + comm.rank,
         )
 
     def describe(self, array: np.ndarray, spec: FieldSpec) -> tuple | None:

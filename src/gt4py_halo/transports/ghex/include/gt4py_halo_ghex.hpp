@@ -103,7 +103,9 @@ class exchanger {
 // The GHEX types of an unstructured dim, and its pattern: what the compiled exchange
 // (GhexUnstructured) and the runtime one (native.cpp) both build on. Collective over the
 // context's communicator. gids: this rank's, in local order; halo_lids: the local indices of
-// its halo.
+// its halo; domain_id: this rank's domain, unique among the ranks. GHEX tags a message by
+// the id of the domain it goes to: patterns of one context whose ranks' ids differ (one set
+// per dim) never take each other's messages.
 struct unstructured_grid
 {
     using domain = ghex::unstructured::domain_descriptor<int, int>;
@@ -115,9 +117,9 @@ struct unstructured_grid
         decltype(ghex::make_communication_object<pattern_type>(std::declval<ghex::context&>()));
 
     static std::pair<domain, pattern_type> make(ghex::context& context, const int* gids, long n,
-        const int* halo_lids, long nh)
+        const int* halo_lids, long nh, int domain_id)
     {
-        std::vector<domain> domains{domain(context.rank(), gids, gids + n, halo_lids,
+        std::vector<domain> domains{domain(domain_id, gids, gids + n, halo_lids,
             halo_lids + nh)};
         std::vector<int> halo_gids(nh);
         for (long k = 0; k < nh; ++k) halo_gids[k] = gids[halo_lids[k]];
@@ -169,7 +171,7 @@ class GhexUnstructured {
     // gids: in local order; halo_lids: the local indices of the halo.
     GhexUnstructured(MPI_Comm comm, const int* gids, long n, const int* halo_lids, long nh)
     : m_context(comm)
-    , m_grid(unstructured_grid::make(m_context, gids, n, halo_lids, nh))
+    , m_grid(unstructured_grid::make(m_context, gids, n, halo_lids, nh, m_context.rank()))
     , exchange(ghex::make_communication_object<pattern_type>(m_context))
     {
     }
