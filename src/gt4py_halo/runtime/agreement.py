@@ -230,7 +230,7 @@ class Agreement:
                     self._note(call, [rank for rank, _ in differ])
                 differ = list(dict(differ).items())  # (a rank may have noted twice)
                 mine = (self._comm.Get_rank(), described(dim, specs))
-                raise self._break(_stuck_disagreement(call, [*differ, mine]))
+                raise self._break(_disagreement(call, [*differ, mine], _STUCK))
 
     def _answer_alarms(self, mine: str) -> None:
         """Read the alarms; one for a call this rank made without its check proves a
@@ -277,19 +277,17 @@ def described(dim: str | None, specs: tuple[FieldSpec, ...]) -> str:
     return fields if dim is None else f"dim {dim!r}: {fields}"
 
 
-def _stuck_disagreement(call: int, fields: list[tuple[int, str]]) -> str:
-    shown = "; ".join(f"rank {rank}: {theirs!r}" for rank, theirs in sorted(fields))
-    return (
-        f"exchange: ranks disagree on exchange call {call} ({shown}): a rank exchanged "
-        "another dim or other fields in that call, or skipped a call, and the others waited "
-        "for messages it never sent"
-    )
+#: Why the ranks of a disagreement went apart, by how it was found.
+_UNCHECKED = (
+    "a rank repeating the kind of fields of its last exchange of that dim did not check them, "
+    "and went on while the others checked theirs"
+)
+_STUCK = (
+    "a rank exchanged another dim or other fields in that call, or skipped a call, and the "
+    "others waited for messages it never sent"
+)
 
 
-def _disagreement(call: int, fields: list[tuple[int, str]]) -> str:
+def _disagreement(call: int, fields: list[tuple[int, str]], why: str = _UNCHECKED) -> str:
     shown = "; ".join(f"rank {rank}: {theirs!r}" for rank, theirs in sorted(fields))
-    return (
-        f"exchange: ranks disagree on the fields of exchange call {call} ({shown}): a rank "
-        "repeating the kind of fields of its last exchange of that dim did not check them, and "
-        "went on while the others checked theirs"
-    )
+    return f"exchange: ranks disagree on the fields of exchange call {call} ({shown}): {why}"
