@@ -190,8 +190,14 @@ class Tracker:
                 continue
             cartesian_width_check(self._decomposition, program.name, name, width)
             dim = dim_of_param(self._decomposition, program, name)
-            if field not in self._valid:
-                stale.setdefault(dim, []).append((name, field))
+            known = stale.get(dim, [])
+            for part in field if isinstance(field, (tuple, list)) else (field,):  # (a tuple arg)
+                if part not in self._valid and all(
+                    _buffer(f) is not _buffer(part) for _, f in known
+                ):
+                    known.append((name, part))  # (a field passed twice: exchanged once)
+            if known:
+                stale[dim] = known
         for dim, fields in stale.items():
             self._exchange.exchange(*(f for _, f in fields), dim=dim)
             self.exchanges.append(Placed(program.name, tuple(n for n, _ in fields), dim))
@@ -281,7 +287,10 @@ def read_widths(program: Any) -> dict[str, int]:
         domain = getattr(statement, "domain", None)
         if domain is None:
             continue
-        written = domain_utils.SymbolicDomain.from_expr(domain)
+        try:
+            written = domain_utils.SymbolicDomain.from_expr(domain)
+        except Exception:  # noqa: BLE001, S112 - a tuple of outputs: the declared widths stand
+            continue
         if written.grid_type != common.GridType.CARTESIAN:
             try:
                 hops = _neighbour_hops(statement.expr, 0)
@@ -331,8 +340,14 @@ def _neighbour_hops(expr: Any, hops: int) -> dict[str, int]:
 
 
 def _beyond(written: Any, read: Any) -> int | None:
-    """How many cells ``read`` (a symbolic domain) reaches beyond ``written`` on any axis;
-    None where the domains are not ``start - k`` / ``stop + k`` of each other."""
+    """How many cells ``read`` (a symbolic domain, or a tuple of them: a tuple argument)
+    reaches beyond ``written`` on any axis; None where the domains are not ``start - k`` /
+    ``stop + k`` of each other."""
+    if isinstance(read, tuple):
+        if any(getattr(part, "value", None) == "unknown" for part in read):
+            return None  # (an element GT4Py cannot tell; one never read counts nothing)
+        reaches = [_beyond(written, part) for part in read if hasattr(part, "ranges")]
+        return None if None in reaches else max(reaches, default=0)
     ranges = getattr(read, "ranges", None)
     if not isinstance(ranges, dict):
         return None

@@ -248,3 +248,61 @@ def test_positional_only_parameters_are_arguments(programs, ex) -> None:
         diffuse(u, v, i0, i1, j0, j1)
 
     assert place_exchanges(step, ex).valid_at_entry == {0: None}
+
+
+I, J = gtx.Dimension("I"), gtx.Dimension("J")
+F = gtx.Field[gtx.Dims[I, J], gtx.float64]
+
+
+@gtx.field_operator
+def _sum_of_shifted(uv: tuple[F, F]) -> F:
+    return uv[0](I + 1) + uv[1](J - 1)
+
+
+@gtx.program
+def _reads_a_tuple(uv: tuple[F, F], c: F, i0: gtx.int32, i1: gtx.int32):
+    _sum_of_shifted(uv, out=c, domain={I: (i0, i1), J: (i0, i1)})
+
+
+@gtx.field_operator
+def _two(u: F) -> tuple[F, F]:
+    return u(I + 1), u(I - 1)
+
+
+@gtx.program
+def _writes_a_tuple(u: F, a: F, b: F, i0: gtx.int32, i1: gtx.int32):
+    _two(u, out=(a, b), domain={I: (i0, i1), J: (i0, i1)})
+
+
+def test_tuple_arguments_and_outputs() -> None:
+    """A tuple argument's halo read is seen (it was taken for none: never exchanged); a
+    program writing a tuple of outputs is annotated (GT4Py's AssertionError escaped)."""
+    with pytest.raises(gh.ProgramError, match="reads uv 1 cell.*declared 0"):
+        gh.halo()(_reads_a_tuple)
+    assert gh.halo(uv=1)(_reads_a_tuple).widths == {"uv": 1}
+    assert gh.halo(u=1)(_writes_a_tuple).writes == {"a", "b"}
+
+
+def test_writes_through_another_name_and_helpers(programs, ex) -> None:
+    """A field written through another name (``a = u``) is stale under both names; a Python
+    helper that calls annotated programs is refused (placement follows the step's own code:
+    its halos were read stale)."""
+    diffuse, _ = programs
+
+    def aliased(u, v, w, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)
+        a = u
+        diffuse(v, a, i0, i1, j0, j1)
+        diffuse(u, w, i0, i1, j0, j1)
+
+    assert placed(aliased, ex)[-1] == ("diffusion_step", ("u",))
+
+    def helper(v, w, i0, i1, j0, j1):
+        diffuse(v, w, i0, i1, j0, j1)
+
+    def calls_a_helper(u, v, w, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)
+        helper(v, w, i0, i1, j0, j1)
+
+    with pytest.raises(gh.ProgramError, match="helper calls programs with halo annotations"):
+        placed(calls_a_helper, ex)

@@ -138,7 +138,7 @@ def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
     bound = inspect.ismethod(function)
     if bound:  # its object is no argument of the step's calls
         names[params.pop(0)] = function.__self__
-    placer = _Placer(names, exchange, function.__code__.co_firstlineno - 1)
+    placer = _Placer(names, exchange, function.__code__.co_firstlineno - 1, _aliases(definition))
     # the step runs again and again: at its start what no call of it writes is valid
     everything = frozenset(n.id for n in ast.walk(definition) if isinstance(n, ast.Name))
     everything |= set(params)
@@ -177,8 +177,15 @@ def _namespace(function: Callable[..., None]) -> dict[str, Any]:
 
 
 class _Placer:
-    def __init__(self, names: dict[str, Any], exchange: Any, first_line: int) -> None:
+    def __init__(
+        self,
+        names: dict[str, Any],
+        exchange: Any,
+        first_line: int,
+        aliases: dict[str, frozenset[str]],
+    ) -> None:
         self._names = names
+        self._aliases = aliases
         self._exchange = exchange
         self._first_line = first_line
         self._handles: dict[str, frozenset[str]] = {}  # split exchanges in flight, by handle
@@ -196,7 +203,7 @@ class _Placer:
             block.out += placed
             for name in valid - after:  # written by it: the statement last writing the name
                 block.writers[name] = len(block.out) - 1
-            for name in _written_names(statement) - after:
+            for name in self._written(statement) - after:
                 block.writers[name] = len(block.out) - 1
             valid = after
         return block.out, valid
@@ -207,7 +214,7 @@ class _Placer:
         if isinstance(statement, (ast.For, ast.While)):
             return self._loop(statement, valid)
         if isinstance(statement, (ast.Return, ast.Break, ast.Continue)):
-            after = valid - _written_names(statement)
+            after = valid - self._written(statement)
             if isinstance(statement, ast.Return):
                 self._returns.append(after)
             elif isinstance(statement, ast.Break):
@@ -219,6 +226,7 @@ class _Placer:
             statement.body, after_body = self.block(statement.body, valid)
             statement.orelse, after_else = self.block(statement.orelse, valid)
             return [statement], after_body & after_else
+        self._refuse_helpers(statement)
         call = statement.value if isinstance(statement, (ast.Expr, ast.Assign)) else None
         if isinstance(call, ast.Call):
             annotated = self._resolve(call.func)
@@ -227,7 +235,33 @@ class _Placer:
             exchanged = self._exchange_call(statement, call)
             if exchanged is not None:
                 return [statement], valid | exchanged
-        return [statement], valid - _written_names(statement)
+        return [statement], valid - self._written(statement)
+
+    def _written(self, statement: ast.stmt) -> frozenset[str]:
+        """The names ``statement`` may write, with every name that may refer to the same
+        array (``_aliases``)."""
+        return self._linked(_written_names(statement))
+
+    def _linked(self, names: set[str] | frozenset[str]) -> frozenset[str]:
+        return frozenset().union(names, *(self._aliases.get(n, ()) for n in names))
+
+    def _refuse_helpers(self, statement: ast.stmt) -> None:
+        """A ``ProgramError`` for a call of a Python function that calls annotated programs:
+        placement follows the step's own code only, so halos read inside would be stale."""
+        for node in ast.walk(statement):
+            helper = self._resolve(node.func) if isinstance(node, ast.Call) else None
+            if not inspect.isfunction(helper):
+                continue
+            names = dict(helper.__globals__)
+            for name, cell in zip(helper.__code__.co_freevars, helper.__closure__ or ()):
+                names[name] = cell.cell_contents
+            called = [n for n in helper.__code__.co_names + helper.__code__.co_freevars]
+            if any(isinstance(names.get(n), Annotated) for n in called):
+                raise ProgramError(
+                    f"line {self._line(statement)}: {helper.__name__} calls programs with "
+                    "halo annotations; exchanges are placed in the step's own code only: call "
+                    "them from the step, or place their exchanges by hand"
+                )
 
     def repeated(
         self, body: list[ast.stmt], valid: frozenset[str], step: bool = False
@@ -319,7 +353,7 @@ class _Placer:
         }
         if any(p in program.writes and not isinstance(a, ast.Name) for p, a in arguments.items()):
             written |= _names_in(call)  # writes through an expression: whatever it names
-        return [*placed, statement], valid - written
+        return [*placed, statement], valid - self._linked(written)
 
     def _join_started(self, block: _Block, dim: str | None, fields: list[str]) -> set[str]:
         """Fields that join a split exchange placed earlier in ``block`` (same dim, started
@@ -409,6 +443,49 @@ def _written_names(statement: ast.stmt) -> frozenset[str]:
             for argument in [*node.args, *(k.value for k in node.keywords)]:
                 written |= _names_in(argument)
     return frozenset(written)
+
+
+def _aliases(definition: ast.FunctionDef) -> dict[str, frozenset[str]]:
+    """Per name, the names that may refer to the same array: a name given another's array or
+    a view of it (``a = u``, ``a = u[1:]``, ``a, b = u, v``, ``for f in (u, v)``), linked both
+    ways and transitively. Placement follows fields by name: a write through one makes all
+    of them stale."""
+    groups: dict[str, set[str]] = {}
+    for node in ast.walk(definition):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            targets, value = [node.target], node.value
+        elif isinstance(node, ast.For):
+            targets, value = [node.target], node.iter
+        else:
+            continue
+        named = set().union(*(_names_in(t) for t in targets if _is_names(t)))
+        linked = named | _arrays_in(value)
+        if named and len(linked) > 1:
+            group = set().union(linked, *(groups.get(n, ()) for n in linked))
+            for name in group:
+                groups[name] = group
+    return {name: frozenset(group) for name, group in groups.items()}
+
+
+def _is_names(target: ast.expr) -> bool:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return all(map(_is_names, target.elts))
+    return isinstance(target, (ast.Name, ast.Starred))
+
+
+def _arrays_in(value: ast.expr) -> set[str]:
+    """The names whose arrays ``value`` may be (or be a view of)."""
+    if isinstance(value, ast.Name):
+        return {value.id}
+    if isinstance(value, (ast.Subscript, ast.Attribute, ast.Starred)):
+        return _arrays_in(value.value)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return set().union(*map(_arrays_in, value.elts))
+    if isinstance(value, ast.IfExp):
+        return _arrays_in(value.body) | _arrays_in(value.orelse)
+    return set()
 
 
 def _names_in(node: ast.AST) -> set[str]:

@@ -250,7 +250,8 @@ class Program:
                 self._exchange.exchange(args[position], dim=dim)
         stale = {id(values[position]) for position in placement.stale_at_exit}
         for position in placement.stale_at_exit:
-            note_written(values[position])
+            if _is_array(values[position]):  # (a scalar passed to a call is no field)
+                note_written(values[position])
         for array in values:
             if _is_array(array) and id(array) not in stale:
                 valid.remember(array)
