@@ -91,7 +91,8 @@ class Agreement:
         self.call = 0
         self._named: dict[str | None, str] = {}  # per dim, its last kind as errors name it
         self._read_at = time.monotonic()  # when ``next_call`` last read alarms
-        self._calls: dict[int, tuple] = {}  # per recent call: (dim, kind, specs)
+        # the last calls, each at its number modulo their count: (call, dim, kind, specs)
+        self._calls: list[tuple] = [(0, None, 0, ())] * CALLS_REMEMBERED
         self._noted = 0  # the last call this rank sent a stuck note of
         self._notes: dict[int, list[tuple]] = {}  # per call: (rank, (dim, kind), as named)
 
@@ -119,8 +120,7 @@ class Agreement:
 
     def made(self, dim: str | None, specs: tuple[FieldSpec, ...], kind: int) -> None:
         """Remember the dim and kind of fields of this call (for others' stuck notes)."""
-        self._calls[self.call] = (dim, kind, specs)
-        self._calls.pop(self.call - CALLS_REMEMBERED, None)
+        self._calls[self.call % CALLS_REMEMBERED] = (self.call, dim, kind, specs)
 
     def check(self, dim: str | None, specs: tuple[FieldSpec, ...], kind: int) -> None:
         """Collectively, unless ``kind`` (``signature(specs, dim)`` as an int64) is the kind
@@ -205,7 +205,7 @@ class Agreement:
 
     def _note(self, call: int, ranks: Iterable[int]) -> None:
         """Send ``ranks`` (but this one) the stuck note of ``call``: its dim and kind."""
-        dim, kind, specs = self._calls[call]
+        _, dim, kind, specs = self._calls[call % CALLS_REMEMBERED]
         note = (call, (dim, kind), described(dim, specs))
         for rank in ranks:
             if rank != self._comm.Get_rank():
@@ -221,9 +221,9 @@ class Agreement:
             self._notes.setdefault(call, []).append((rank, theirs, named))
         for call in [c for c in self._notes if c <= self.call]:
             notes = self._notes.pop(call)
-            if call not in self._calls:
+            made, dim, kind, specs = self._calls[call % CALLS_REMEMBERED]
+            if made != call:
                 continue  # made too long ago to compare (this rank went on: not its fault)
-            dim, kind, specs = self._calls[call]
             differ = [(rank, named) for rank, theirs, named in notes if theirs != (dim, kind)]
             if differ:
                 if self._noted != call:  # (else they have this rank's note of it)
