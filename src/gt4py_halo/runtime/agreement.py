@@ -34,11 +34,11 @@ checking rank waiting, saying so on stderr (docs/checks.md).
 Ranks that each repeat their kinds can still disagree: one exchanges another dim than the
 others in a call, or skipped a call. No check runs, and their messages never meet (GHEX tags
 them by dim). So a rank whose wait for an exchange's messages lasts ``ALARM_AFTER_S`` sends
-every other rank a stuck note (the call number, its dim and kind of fields), once per call,
-and reads the others' while it waits and at its next calls (at most once per
-``ALARM_AFTER_S``): a note for a call this rank made with another dim or kind proves a
-disagreement; it sends the noting ranks its own (so that they raise too, if they wait) and
-raises. A note for the same dim and kind says nothing: that rank waits for another. Each
+the ranks it waits for (the plan's neighbours) a stuck note (the call number, its dim and
+kind of fields), once per call, and reads the others' while it waits and at its next calls
+(at most once per ``ALARM_AFTER_S``): a note for a call this rank made with another dim or
+kind proves a disagreement; it sends the noting ranks its own (so that they raise too, if
+they wait) and raises. A note for the same dim and kind says nothing: that rank waits for another. Each
 rank remembers the dim and kind of its last ``CALLS_REMEMBERED`` calls (``made``).
 """
 
@@ -60,7 +60,7 @@ from gt4py_halo.errors import RanksDisagreeError
 ALARM_AFTER_S = 1.0
 _ALARM_TAG = 1  # a checking rank's (call, fields) to the others
 _ANSWER_TAG = 2  # a waiting rank's (call, fields) to a checking one
-_STUCK_TAG = 3  # a rank waiting long for messages: (call, dim, kind, fields) to the others
+_STUCK_TAG = 3  # a rank waiting long for messages: (call, (dim, kind), fields) to its peers
 #: Calls whose dim and kind of fields a rank remembers, for the stuck notes of other ranks.
 CALLS_REMEMBERED = 64
 #: Polls of a waiting check or exchange between reads of the clock.
@@ -191,15 +191,18 @@ class Agreement:
             if sent and rank != self._comm.Get_rank() and rank not in read:
                 self._comm.recv(source=rank, tag=_ALARM_TAG)
 
-    def waiting(self, dim: str | None, specs: tuple[FieldSpec, ...]) -> None:
+    def waiting(
+        self, dim: str | None, specs: tuple[FieldSpec, ...], peers: tuple[int, ...]
+    ) -> None:
         """What a wait for the messages of an exchange of these fields does once it has
         lasted ``ALARM_AFTER_S``, at every poll: raise ``RanksDisagreeError`` if a rank
         checks new fields in a call of this exchange whose check this rank did not take
         part in (its fields were of its dim's last kind, the other's not: the ranks disagree),
-        or made this call with another dim or kind of fields (stuck notes, module docstring)."""
+        or made this call with another dim or kind of fields (stuck notes to ``peers``, the
+        ranks whose messages it waits for: module docstring)."""
         if self._noted != self.call:
             self._noted = self.call
-            self._note(self.call, range(self._comm.Get_size()))
+            self._note(self.call, peers)
         self._answer_alarms(described(dim, specs))
         self._read_notes()
 

@@ -140,7 +140,8 @@ class _Exchanger:
         waiting = None
         if self._agreement is not None:  # before the transport's collective setup
             self._agreement.check(dim, specs, kind)
-            waiting = partial(self._agreement.waiting, dim, specs)
+            peers = tuple(n.rank for n in plan.remote_neighbours)
+            waiting = partial(self._agreement.waiting, dim, specs, peers)
         prepared = self._transport.prepare(plan, arrays, specs)
         if not prepared.reusable:
             return prepared, waiting, specs, kind, None
