@@ -576,6 +576,31 @@ def test_ghex_known_fields_against_new_ones_raise_everywhere(comm):
         np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
 
 
+@pytest.mark.parametrize("dims", [("cell",), ("cell", "edge")])
+def test_ghex_waits_for_a_late_rank_that_agrees(comm, dims):
+    """A rank 1.5 s late to exchanges whose kinds are known: the others' waits last past
+    ALARM_AFTER_S and send it stuck notes; it made the same calls (same dims, same fields):
+    no error anywhere, exact halos, and the notes are read by its next calls (none left)."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    others = [r for r in range(comm.size) if r != comm.rank]
+    d = gh.UnstructuredDecomposition({dim: ([comm.rank], others) for dim in ("cell", "edge")})
+    ex = gh.make_exchange(d, backend="ghex")
+    owners = np.array([comm.rank, *others], dtype=np.float64)
+    for late in (False, True, False, False):
+        if late and comm.rank == 0:
+            time.sleep(1.5)
+        for dim in dims:
+            field = np.full(comm.size, -1.0)
+            field[0] = comm.rank
+            ex.exchange(field, dim=dim)
+            np.testing.assert_array_equal(field, owners)
+    time.sleep(1.1)  # the next call reads the notes (a clock read per call, every second)
+    ex.exchange(np.array(owners), dim="cell")
+    comm.Barrier()
+    assert not ex._exchanger._agreement._comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+
+
 def test_ghex_check_of_new_fields_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd):
     """A rank that does not come to the check of a new kind of fields leaves no silent hang:
     the waiting ranks say what they wait for (a late rank still comes here)."""
