@@ -252,10 +252,8 @@ class _Placer:
             helper = self._resolve(node.func) if isinstance(node, ast.Call) else None
             if not inspect.isfunction(helper):
                 continue
-            names = dict(helper.__globals__)
-            for name, cell in zip(helper.__code__.co_freevars, helper.__closure__ or ()):
-                names[name] = cell.cell_contents
-            called = [n for n in helper.__code__.co_names + helper.__code__.co_freevars]
+            names = _namespace(helper)
+            called = helper.__code__.co_names + helper.__code__.co_freevars
             if any(isinstance(names.get(n), Annotated) for n in called):
                 raise ProgramError(
                     f"line {self._line(statement)}: {helper.__name__} calls programs with "

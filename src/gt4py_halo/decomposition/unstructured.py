@@ -58,10 +58,7 @@ class UnstructuredDecomposition:
     def _build(self, dims: Mapping[str, GidLists], comm: MPI.Comm | None, owned_first: bool):
         self.comm = private_communicator(self, comm)
         self.rank = self.comm.Get_rank()
-        names = list(dims) if isinstance(dims, Mapping) else None
-        _check_same_names(self.comm, names)
-        names = sorted(names)
-        self.dims = tuple(names)
+        self.dims = _same_names(self.comm, list(dims) if isinstance(dims, Mapping) else None)
         #: per dim, the owned and the halo gids, and (``*_lids``) their local positions
         self.owned_gids: dict[str, np.ndarray] = {}
         self.halo_gids: dict[str, np.ndarray] = {}
@@ -119,7 +116,8 @@ class UnstructuredDecomposition:
         return f"UnstructuredDecomposition({{{sizes}}}, rank={self.rank})"
 
 
-def _check_same_names(comm: MPI.Comm, names: list[str] | None) -> None:
+def _same_names(comm: MPI.Comm, names: list[str] | None) -> tuple[str, ...]:
+    """The dim names, sorted, once every rank has passed the same strings."""
     problem = None
     if names is None:
         problem = "dims must be a mapping of dim name to (owned_gids, halo_gids)"
@@ -130,6 +128,7 @@ def _check_same_names(comm: MPI.Comm, names: list[str] | None) -> None:
     everyone = comm.allgather(names)
     if any(other != names for other in everyone):
         raise_on_all_ranks(comm, f"dims differ between ranks: {everyone[:4]}")
+    return tuple(names)
 
 
 def _gid_arrays(comm: MPI.Comm, name: str, lists: GidLists) -> tuple[np.ndarray, ...]:
