@@ -374,6 +374,10 @@ def agree_on_whole_run(comm: MPI.Comm) -> None:
         )
     if confirming:
         whole._comm = MPI.COMM_WORLD.Dup()
+        # a program that finalizes MPI itself ends the profile there, while MPI still works:
+        # MPI_Finalize deletes MPI_COMM_SELF's attributes first, on every rank
+        ending = MPI.Comm.Create_keyval(delete_fn=_end_at_finalize)
+        MPI.COMM_SELF.Set_attr(ending, None)
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -382,17 +386,31 @@ def _ranks(ranks: list[int]) -> str:
 
 
 def _end_whole_run() -> None:
+    """At the interpreter's exit, or at ``MPI_Finalize`` if the program calls it first: the
+    whole-run profile written (collectively), or dropped with a word on stderr."""
     global _whole_run
     whole, _whole_run = _whole_run, None
     if whole is None:
         return
-    if whole._comm is None:
+    if whole._comm is None or MPI.Is_finalized():
         whole._stop()
+        why = (
+            "MPI was finalized first"
+            if whole._comm is not None
+            else "the ranks never confirmed that they all profile (they do at the first "
+            "decomposition made over all ranks of MPI.COMM_WORLD)"
+        )
         print(
-            f"gt4py_halo: the whole-run profile into {whole.folder} is not written: the ranks "
-            "never confirmed that they all profile (they do at the first decomposition made "
-            "over all ranks of MPI.COMM_WORLD)",
+            f"gt4py_halo: the whole-run profile into {whole.folder} is not written: {why}",
             file=sys.stderr,
         )
         return
     whole.__exit__(None, None, None)
+
+
+def _end_at_finalize(*_: object) -> None:
+    """``_end_whole_run`` from ``MPI_Finalize``: an error is said, not raised into MPI."""
+    try:
+        _end_whole_run()
+    except Exception as error:  # noqa: BLE001
+        print(f"gt4py_halo: {type(error).__name__}: {error}", file=sys.stderr)

@@ -479,22 +479,26 @@ def test_runtime_fields_that_differ_between_ranks(comm, theirs):
     ex.exchange(filled_local(d, (), np.float64))  # the exchange still works for all
 
 
+@pytest.mark.timeout(60)  # a hang fails
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("how", ["another-dim", "skipped-call"])
+@pytest.mark.parametrize("how", ["another-dim", "skipped-call", "earlier-in-flight"])
 def test_runtime_dims_that_differ_between_ranks(comm, backend, how):
-    """The last rank exchanges another dim than the others (of messages of the same size), or
-    skips the first of two exchanges, once every dim's kind of fields is known (no check of
-    new kinds runs): a ``RanksDisagreeError`` on every rank (each rank mirrors every other
-    rank's gid), nothing unpacked. ``mpi``: each message says its fields' dim (one tag for all
-    dims: with a tag per dim the ranks waited for good). ``ghex``: GHEX tags messages by dim
-    (the patterns took each other's messages: wrong halos, no word), and ranks whose wait
-    lasts a second compare their calls' dims (stuck notes: ``runtime/agreement.py``)."""
+    """The last rank exchanges another dim than the others (of messages of the same size),
+    skips the first of two exchanges, or starts another dim than the others and then the same
+    one (the first finished after the second started), once every dim's kind of fields is
+    known (no check of new kinds runs): a ``RanksDisagreeError`` on every rank (each rank
+    mirrors every other rank's gid), nothing unpacked. ``mpi``: each message says its fields'
+    dim (one tag for all dims: with a tag per dim the ranks waited for good). ``ghex``: GHEX
+    tags messages by dim (the patterns took each other's messages: wrong halos, no word), and
+    ranks whose wait lasts a second compare the waited call's dims (stuck notes:
+    ``runtime/agreement.py``; the finish of the earlier call noted the later one: a hang)."""
     if comm.size == 1:
         pytest.skip("needs at least two ranks")
     others = [r for r in range(comm.size) if r != comm.rank]
-    d = gh.UnstructuredDecomposition({dim: ([comm.rank], others) for dim in ("cell", "edge")})
+    dims = ("cell", "edge", "vertex")
+    d = gh.UnstructuredDecomposition({dim: ([comm.rank], others) for dim in dims})
     ex = gh.make_exchange(d, backend=backend)
-    for dim in ("cell", "edge"):  # the kinds of each dim known (no check of new kinds later)
+    for dim in dims:  # the kinds of each dim known (no check of new kinds later)
         ex.exchange(np.arange(comm.size, dtype=np.float64), dim=dim)
     last = comm.rank == comm.size - 1
     owners = np.array([comm.rank, *others], dtype=np.float64)  # each gid's value: itself
@@ -503,6 +507,10 @@ def test_runtime_dims_that_differ_between_ranks(comm, backend, how):
     with pytest.raises(gh.RanksDisagreeError):
         if how == "another-dim":
             ex.exchange(field, dim="edge" if last else "cell")
+        elif how == "earlier-in-flight":
+            first = ex.start(field, dim="edge" if last else "cell")
+            ex.start(np.arange(comm.size, dtype=np.float64), dim="vertex")
+            first.finish()
         else:
             if not last:
                 ex.exchange(field, dim="cell")

@@ -468,6 +468,12 @@ def test_exchanges_alike_share_one_function(comm, backend) -> None:
         made = distinct_fields(d, layouts)
         alike(*made)
         assert_distinct_halos(d, made)
+    # the code this rank runs: its three exchange functions compiled for copies (no unswitching)
+    (binary,) = alike._binaries.values()
+    code = "".join(p.read_text() for p in Path(binary.folder).glob("src/cpu/*.cpp"))
+    headers = re.findall(r"^(.*)inline void (\w+)\(", code, re.MULTILINE)
+    assert sorted(attribute for attribute, _ in headers) == ["GH_COPY_LOOPS "] * 3, headers
+    assert '#define GH_COPY_LOOPS __attribute__((optimize("no-unswitch-loops")))' in code
 
 
 def distinct_fields(d: gh.CartesianDecomposition, layouts: list[str]) -> list:

@@ -29,10 +29,14 @@ RUN = textwrap.dedent(
 )
 
 
-def run(cwd, **env: str) -> None:
+def run(cwd, after: str = "", **env: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != PROFILE_VARIABLE} | env
-    subprocess.run(
-        [sys.executable, "-c", RUN], cwd=cwd, env=environment, check=True, capture_output=True
+    return subprocess.run(
+        [sys.executable, "-c", RUN + after],
+        cwd=cwd,
+        env=environment,
+        check=True,
+        capture_output=True,
     )
 
 
@@ -45,6 +49,14 @@ def test_the_environment_profiles_a_whole_run(tmp_path) -> None:
     run(tmp_path, **{PROFILE_VARIABLE: "profiles/run1"})
     assert phases(tmp_path / "profiles/run1/trace.json").count("check") == 3
     assert "\n| 0 | " in (tmp_path / "profiles/run1/summary.txt").read_text()
+
+
+def test_a_whole_run_profile_of_a_program_that_finalizes_mpi(tmp_path) -> None:
+    """A program ending with ``MPI.Finalize()``: the profile is written at the finalize
+    (the exit is too late for its MPI calls: the process failed and wrote nothing)."""
+    done = run(tmp_path, "MPI.Finalize()\n", **{PROFILE_VARIABLE: "profiles/run1"})
+    assert phases(tmp_path / "profiles/run1/trace.json").count("check") == 3
+    assert b"gt4py_halo" not in done.stderr, done.stderr
 
 
 def test_pyproject_profiles_a_whole_run(tmp_path) -> None:

@@ -67,7 +67,11 @@ from gt4py_halo.compiled.neighbour_tables import NeighbourTable
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
 from gt4py_halo.compiled.placement import PlacedInStep, Placement, place_exchanges
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
-from gt4py_halo.compiled.shared_functions import share_exchange_functions
+from gt4py_halo.compiled.shared_functions import (
+    COPY_LOOPS,
+    compiled_for_copies,
+    share_exchange_functions,
+)
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
 from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
@@ -341,7 +345,7 @@ class Program:
         what a call needs besides, and the compiled SDFG's name."""
         failure: Exception | None = None
         try:
-            sdfg, _, exchanged, prefixes, timers = self._lower(values, layouts)
+            sdfg, _, exchanged, prefixes, timers, functions = self._lower(values, layouts)
             _check_exchanged(self._dace_program.argnames, values, exchanged)
         except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
             failure = error
@@ -357,7 +361,7 @@ class Program:
             try:
                 compiled = build_on_root(
                     self._comm,
-                    build=functools.partial(_compile_in_folder, sdfg),
+                    build=functools.partial(_compile_in_folder, sdfg, functions),
                     share=lambda _: sdfg.build_folder,
                     load=load_precompiled_sdfg,
                 )
@@ -528,18 +532,23 @@ class Program:
             else:
                 order_maps_by_strides(sdfg)
         timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
-        if self._device == "cpu":
+        functions = sorted(lowered.exchanges) if self._device == "cpu" else []
+        if functions:
             share_exchange_functions(sdfg, lowered.exchanges)
+            sdfg.append_global_code(COPY_LOOPS)
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         add_again_entry(sdfg)
-        return sdfg, report, exchanged, prefixes, timers
+        return sdfg, report, exchanged, prefixes, timers, functions
 
 
 #: An argument a step exchanges whole: its position, the plan, the exchange's closure prefix.
 Exchanged = tuple[int, ExchangePlan, str]
-#: What ``Program._lower`` returns.
-Lowering = tuple[dace.SDFG, FusionReport, list[Exchanged], dict[str, str], list[tuple[str, str]]]
+#: What ``Program._lower`` returns: the lowered step, what was fused, the arguments exchanged
+#: whole, the closure renamed, the timers, the exchange functions (``compiled_for_copies``).
+Lowering = tuple[
+    dace.SDFG, FusionReport, list[Exchanged], dict[str, str], list[tuple[str, str]], list[str]
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -774,10 +783,10 @@ def _argument_layouts(names: list[str], values: list[Any], layouts: list) -> lis
     return described
 
 
-def _compile_in_folder(sdfg: dace.SDFG) -> Any:
+def _compile_in_folder(sdfg: dace.SDFG, functions: list[str]) -> Any:
     """``sdfg`` compiled in its build folder, which other jobs wait for meanwhile
-    (``cache_files.building_in``)."""
-    with building_in(sdfg.build_folder):
+    (``cache_files.building_in``), its exchange ``functions`` compiled for copies."""
+    with building_in(sdfg.build_folder), compiled_for_copies(functions):
         return sdfg.compile()
 
 

@@ -192,17 +192,24 @@ class Agreement:
                 self._comm.recv(source=rank, tag=_ALARM_TAG)
 
     def waiting(
-        self, dim: str | None, specs: tuple[FieldSpec, ...], peers: tuple[int, ...]
+        self,
+        dim: str | None,
+        specs: tuple[FieldSpec, ...],
+        peers: tuple[int, ...],
+        call: int | None = None,
     ) -> None:
         """What a wait for the messages of an exchange of these fields does once it has
         lasted ``ALARM_AFTER_S``, at every poll: raise ``RanksDisagreeError`` if a rank
         checks new fields in a call of this exchange whose check this rank did not take
         part in (its fields were of its dim's last kind, the other's not: the ranks disagree),
-        or made this call with another dim or kind of fields (stuck notes to ``peers``, the
-        ranks whose messages it waits for: module docstring)."""
-        if self._noted != self.call:
-            self._noted = self.call
-            self._note(self.call, peers)
+        or made the waited call (``call``; the current one if ``None``: a blocking exchange)
+        with another dim or kind of fields (stuck notes to ``peers``, the ranks whose
+        messages it waits for: module docstring). A split exchange's finish may wait for an
+        earlier call than the current one: its start's."""
+        call = self.call if call is None else call
+        if self._noted != call:
+            self._noted = call
+            self._note(call, peers)
         self._answer_alarms(described(dim, specs))
         self._read_notes()
 

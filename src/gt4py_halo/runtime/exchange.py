@@ -91,11 +91,12 @@ class _Exchanger:
         read. All fields travel together: one message per neighbour.
         """
         rec = profiling.recorder
-        if not rec:
-            prepared, waiting, arrays = self._checked(fields, dim)
-            return prepared.start(arrays), waiting, None
-        t = rec.now()
+        t = rec.now() if rec else 0.0
         prepared, waiting, arrays = self._checked(fields, dim)
+        if waiting is not None:  # its finish may come after later calls: it waits for this one
+            waiting = partial(waiting, call=self._agreement.call)
+        if not rec:
+            return prepared.start(arrays), waiting, None
         described = {
             "dim": dim,
             "transport": self.backend,

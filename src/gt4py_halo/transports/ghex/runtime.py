@@ -24,8 +24,6 @@ exchanges still in flight when the interpreter exits are finished then, before M
 
 from __future__ import annotations
 
-import atexit
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +35,7 @@ from gt4py_halo.decomposition.collective import raise_on_all_ranks
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import BackendUnavailableError, FieldError
 from gt4py_halo.runtime.agreement import ALARM_AFTER_S, POLLS_PER_CLOCK
+from gt4py_halo.runtime.in_flight import UNFINISHED
 
 try:
     from gt4py_halo.transports.ghex import native
@@ -250,7 +249,7 @@ class PendingGhexExchange:
         self._handle = handle  # native.Handle (it keeps the arrays until done), or None
         self._arrays = arrays
         self._staged = staged  # (position, the dense copy exchanged instead)
-        _UNFINISHED.add(self)
+        UNFINISHED.add(self)
 
     def test(self) -> bool:
         return self._handle is None or self._handle.test()
@@ -260,7 +259,7 @@ class PendingGhexExchange:
         ``ALARM_AFTER_S`` (``Agreement.waiting``); if it raises, the exchange is left in
         flight for good (its fields and GHEX's buffers kept alive: GHEX may still write into
         them) and the error passed on."""
-        if self not in _UNFINISHED:
+        if self not in UNFINISHED:
             return
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
@@ -268,26 +267,8 @@ class PendingGhexExchange:
             if self._handle is not None:
                 self._handle.wait(waiting)
         finally:
-            _UNFINISHED.discard(self)
+            UNFINISHED.discard(self)
         if rec:  # GHEX waits and unpacks in one call
             rec.event("wait", t, {"fields": len(self._arrays)})
         for n, dense in self._staged:
             self._arrays[n][...] = dense
-
-
-#: Exchanges started and not yet waited for, finished at exit (before MPI is finalized); held
-#: even where the user dropped the handle: GHEX writes into their fields until then.
-_UNFINISHED: set[PendingGhexExchange] = set()
-
-
-@atexit.register
-def _finish_at_exit() -> None:
-    unfinished = list(_UNFINISHED)
-    if unfinished:
-        warnings.warn(
-            f"{len(unfinished)} 'ghex' halo exchange(s) started and never finished: finished "
-            "at exit (call finish() on what ex.start returned)",
-            stacklevel=1,
-        )
-    for pending in unfinished:
-        pending.wait()

@@ -26,6 +26,7 @@ from mpi4py import MPI
 from gt4py_halo import _native, profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import BackendUnavailableError, RanksDisagreeError
+from gt4py_halo.runtime.in_flight import UNFINISHED
 from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets
 
 
@@ -152,6 +153,7 @@ class MessageSet:
         if not rec:
             self._requests.start(pack, local)
             self._unpack, self._arrays = unpack, arrays  # (where started: its slot is taken)
+            UNFINISHED.add(self)  # MPI writes into its buffers until it is waited for
             return
         t = rec.now()
         self._requests.post_receives()
@@ -165,6 +167,7 @@ class MessageSet:
             copy()
         rec.event("self-copies", t, {"copies": len(local)})
         self._unpack, self._arrays = unpack, arrays
+        UNFINISHED.add(self)
 
     def test(self) -> bool:
         """Whether every message is complete. The receives complete together, and their
@@ -210,6 +213,7 @@ class MessageSet:
             rec.event("wait", t, self._sent)
         finally:
             self._arrays = ()
+            UNFINISHED.discard(self)
             self._release()
 
     def _not_as_expected(self, code: int) -> None:
