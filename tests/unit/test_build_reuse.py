@@ -327,3 +327,61 @@ def test_an_argument_reshaped_in_place_is_checked_again():
     a.shape = a.shape[::-1]
     with pytest.raises(gh.FieldError, match="needs its first 2 axes"):
         step(a)
+
+
+DTYPED = textwrap.dedent(
+    """
+    import numpy as np
+    from mpi4py import MPI
+    import gt4py_halo as gh
+
+    DT = np.DTYPE  # left a name by DaCe's preprocessor: the parse looks it up
+
+    def make(dt):
+        @gh.program(comm=MPI.COMM_SELF)
+        def step(a):
+            ex.exchange(a)
+            t = np.zeros((1,), dtype=dt)  # a closure variable, also left a name
+            s = np.zeros((1,), dtype=DT)
+            t[0] = a[1, 1] / 3.0
+            s[0] = a[2, 2] / 3.0
+            a[1, 1] = t[0]
+            a[2, 2] = s[0]
+
+        return step
+
+    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
+    ex = gh.make_exchange(d, backend="mpi")
+    for dt in (np.float32, np.float64):
+        a = np.arange(float(np.prod(d.allocated_shape))).reshape(d.allocated_shape) + 0.1
+        make(dt)(a)
+        print(repr(a[1, 1]), repr(a[2, 2]))
+    """
+)
+
+
+def test_dtypes_the_step_reads_by_name_key_its_build(tmp_path):
+    """A dtype held in a global or a closure variable is left a name by DaCe's preprocessor
+    and looked up by the parse: the step's key holds its value, not the name (two steps of
+    one factory for two precisions, and a later run with the global changed, found each
+    other's records and ran the other precision's binary)."""
+
+    def run(dtype: str, workdir) -> list[str]:
+        workdir.mkdir(exist_ok=True)
+        (workdir / "dtyped.py").write_text(DTYPED.replace("DTYPE", dtype))
+        done = subprocess.run(
+            [sys.executable, "dtyped.py"],
+            cwd=workdir,
+            check=False,
+            capture_output=True,
+            text=True,
+            env=isolated(workdir),
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    single = run("float32", tmp_path / "a")
+    double = run("float64", tmp_path / "a")  # the same caches, the global changed
+    assert single[0] != single[2], "the closure's dtype: float32 then float64"
+    assert single[1] == single[3] != double[1] == double[3], "the global's dtype"
+    assert double == run("float64", tmp_path / "fresh")

@@ -9,7 +9,9 @@ the profiling timers).
 
 The key holds what the parse and lowering read: the step as DaCe's preprocessor resolves it
 (its code, with globals and closure values folded in; the exchanges, GT4Py programs and other
-objects it calls, each by a key of its own: ``value_key``), the closure's array descriptors,
+objects it calls, each by a key of its own: ``value_key``; the values of the globals and
+closure variables it leaves names, which the parse looks up: a dtype, ``np.zeros(n,
+dtype=DT)``), the closure's array descriptors,
 the arguments' types and layouts, the step's options, and the versions and sources of
 Python, DaCe (and its configuration), GT4Py and gt4py_halo. So a change of any of them builds
 anew. A step that calls an object without such a key (a Python helper function, a nested
@@ -67,14 +69,14 @@ def step_key(dace_program: Any, descriptors: list, around: Any) -> StepKey | Non
     try:
         with warnings.catch_warnings():  # what it warns of, the parse reports (or raises)
             warnings.simplefilter("ignore")
-            tree, closure = _preprocessed(dace_program, descriptors)
+            tree, closure, names = _preprocessed(dace_program, descriptors)
     except Exception:  # the parse reports it
         log.debug("step %s not preprocessed: no key", dace_program.name, exc_info=True)
         return None
     prefixes = tuple(dict.fromkeys(p for p in map(process_prefix, closure.closure_arrays) if p))
     parts = [_FORMAT, _toolchain(), around]
-    if not _described(tree, parts) or closure.callbacks:
-        log.debug("step %s calls what has no key: parsed at every run", dace_program.name)
+    if not _described(tree, parts) or closure.callbacks or not _names_described(tree, names, parts):
+        log.debug("step %s reads what has no key: parsed at every run", dace_program.name)
         return None
     for name, (_, desc, _, _) in closure.closure_arrays.items():
         prefix = process_prefix(name)
@@ -96,6 +98,10 @@ def value_key(value: Any) -> str | None:
         return f"{type(value).__name__}:{value!r}"
     if isinstance(value, (np.generic, np.dtype, dace.typeclass)):
         return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, type) and issubclass(value, (np.generic, bool, int, float, complex)):
+        return f"type:{value.__module__}.{value.__qualname__}"  # a dtype: np.float32, float
+    if dace.dtypes.ismodule(value):
+        return f"module:{value.__name__}"
     if isinstance(value, dace.symbol):
         return f"symbol:{value.name}:{value.dtype}"
     own = getattr(type(value), "__gt4py_halo_key__", None)
@@ -163,10 +169,11 @@ def _folder() -> Path | None:
     return Path(config.BUILD_CACHE_DIR) / _DIRECTORY
 
 
-def _preprocessed(dace_program: Any, descriptors: list) -> tuple[ast.AST, Any]:
-    """The step's code as DaCe's parser gets it, and its closure: what
-    ``DaceProgram._generate_pdp`` does before it parses, including that the program then
-    knows its closure (``__sdfg_closure__``, what a call passes)."""
+def _preprocessed(dace_program: Any, descriptors: list) -> tuple[ast.AST, Any, dict[str, Any]]:
+    """The step's code as DaCe's parser gets it, its closure, and the names the parse
+    resolves what is left of the code's names by: what ``DaceProgram._generate_pdp`` does
+    before it parses, including that the program then knows its closure
+    (``__sdfg_closure__``, what a call passes)."""
     argtypes, _, constants, _ = dace_program._get_type_annotations(descriptors, {})
     if dace_program.methodobj is not None:  # a method's object: resolved like a global
         dace_program.global_vars[dace_program.objname] = dace_program.methodobj
@@ -186,7 +193,7 @@ def _preprocessed(dace_program: Any, descriptors: list) -> tuple[ast.AST, Any]:
     )
     dace_program.closure_arg_mapping = {k: v[2] for k, v in closure.closure_arrays.items()}
     dace_program.resolver = closure
-    return parsed.preprocessed_ast, closure
+    return parsed.preprocessed_ast, closure, global_vars
 
 
 def _described(node: Any, parts: list) -> bool:
@@ -205,6 +212,29 @@ def _described(node: Any, parts: list) -> bool:
     key = value_key(node)
     parts.append(key)
     return key is not None
+
+
+def _names_described(tree: ast.AST, names: dict[str, Any], parts: list) -> bool:
+    """Appends the values of the names ``tree`` reads that it does not bind (a dtype the
+    preprocessor leaves as a name: ``np.zeros(n, dtype=DT)``, ``DT`` a global or a closure
+    variable), as the parse resolves them (``names``: the step's globals and closure); False
+    where one has no key. Builtins the parse knows without them are left out."""
+    bound = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    bound |= {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    read = sorted(
+        {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        - bound
+    )
+    for name in read:
+        if name not in names:
+            continue
+        key = value_key(names[name])
+        if key is None:
+            return False
+        parts.append((name, key))
+    return True
 
 
 def _toolchain() -> str:
