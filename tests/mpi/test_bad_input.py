@@ -609,6 +609,37 @@ def test_ghex_waits_for_a_late_rank_that_agrees(comm, dims):
     assert not ex._exchanger._agreement._comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
 
 
+def test_ghex_wait_for_a_rank_is_reported(comm, monkeypatch, capfd):
+    """A rank that never makes a call the others wait for (it skipped one of the same
+    fields, then stopped) leaves them waiting: they say what they wait for, and from whom
+    (here the rank is only late, and the exchange then completes)."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    monkeypatch.setattr("gt4py_halo.build_once.REPORT_AFTER_S", 0.3)
+    others = [r for r in range(comm.size) if r != comm.rank]
+    d = gh.UnstructuredDecomposition({"cell": ([comm.rank], others)})
+    ex = gh.make_exchange(d, backend="ghex")
+    owners = np.array([comm.rank, *others], dtype=np.float64)
+    ex.exchange(np.array(owners), dim="cell")  # the kind known: no check below
+    if comm.rank == 0:
+        time.sleep(1.6)
+    field = np.full(comm.size, -1.0)
+    field[0] = comm.rank
+    ex.exchange(field, dim="cell")
+    np.testing.assert_array_equal(field, owners)
+    time.sleep(1.1)  # the notes to rank 0 are read at its next call
+    ex.exchange(np.array(owners), dim="cell")
+    err = capfd.readouterr().err
+    if comm.rank == 0:
+        assert "has waited" not in err
+    else:
+        assert re.search(
+            r"rank \d+ has waited \d+ s for the messages of exchange call 2 \(dim 'cell': "
+            r"float64 levels \(\)\) from ranks [\d, ]*0",
+            err,
+        ), err
+
+
 def test_ghex_check_of_new_fields_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd):
     """A rank that does not come to the check of a new kind of fields leaves no silent hang:
     the waiting ranks say what they wait for (a late rank still comes here)."""

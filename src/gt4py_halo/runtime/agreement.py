@@ -94,6 +94,8 @@ class Agreement:
         # the last calls, each at its number modulo their count: (call, dim, kind, specs)
         self._calls: list[tuple] = [(0, None, 0, ())] * CALLS_REMEMBERED
         self._noted = 0  # the last call this rank sent a stuck note of
+        # since when the noted call's messages are waited for, and when that was last said
+        self._waited_since = self._reported = 0.0
         self._notes: dict[int, list[tuple]] = {}  # per call: (rank, (dim, kind), as named)
 
     def __del__(self) -> None:
@@ -205,13 +207,27 @@ class Agreement:
         or made the waited call (``call``; the current one if ``None``: a blocking exchange)
         with another dim or kind of fields (stuck notes to ``peers``, the ranks whose
         messages it waits for: module docstring). A split exchange's finish may wait for an
-        earlier call than the current one: its start's."""
+        earlier call than the current one: its start's. Says so on stderr every
+        ``REPORT_AFTER_S`` (a rank that made fewer calls leaves this one waiting for good)."""
         call = self.call if call is None else call
+        now = time.monotonic()
         if self._noted != call:
             self._noted = call
             self._note(call, peers)
-        self._answer_alarms(described(dim, specs))
+            self._reported, self._waited_since = now, now - ALARM_AFTER_S
+        mine = described(dim, specs)
+        self._answer_alarms(mine)
         self._read_notes()
+        if now - self._reported >= build_once.REPORT_AFTER_S:  # (a rank that made fewer calls)
+            self._reported = now
+            print(
+                f"gt4py_halo: rank {self._comm.Get_rank()} has waited "
+                f"{now - self._waited_since:.0f} s for the messages of exchange call {call} "
+                f"({mine}) from ranks {', '.join(map(str, peers))}: every rank must make the "
+                "same exchange calls, in the same order",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _note(self, call: int, ranks: Iterable[int]) -> None:
         """Send ``ranks`` (but this one) the stuck note of ``call``: its dim and kind."""
