@@ -335,6 +335,8 @@ DTYPED = textwrap.dedent(
     from mpi4py import MPI
     import gt4py_halo as gh
 
+    import cfg  # the user's module: cfg.DT is left an attribute, looked up by the parse
+
     DT = np.DTYPE  # left a name by DaCe's preprocessor: the parse looks it up
 
     def make(dt):
@@ -343,10 +345,13 @@ DTYPED = textwrap.dedent(
             ex.exchange(a)
             t = np.zeros((1,), dtype=dt)  # a closure variable, also left a name
             s = np.zeros((1,), dtype=DT)
+            r = np.zeros((1,), dtype=cfg.DT)
             t[0] = a[1, 1] / 3.0
             s[0] = a[2, 2] / 3.0
+            r[0] = a[3, 3] / 3.0
             a[1, 1] = t[0]
             a[2, 2] = s[0]
+            a[3, 3] = r[0]
 
         return step
 
@@ -355,20 +360,22 @@ DTYPED = textwrap.dedent(
     for dt in (np.float32, np.float64):
         a = np.arange(float(np.prod(d.allocated_shape))).reshape(d.allocated_shape) + 0.1
         make(dt)(a)
-        print(repr(a[1, 1]), repr(a[2, 2]))
+        print(repr(a[1, 1]), repr(a[2, 2]), repr(a[3, 3]))
     """
 )
 
 
 def test_dtypes_the_step_reads_by_name_key_its_build(tmp_path):
-    """A dtype held in a global or a closure variable is left a name by DaCe's preprocessor
-    and looked up by the parse: the step's key holds its value, not the name (two steps of
-    one factory for two precisions, and a later run with the global changed, found each
-    other's records and ran the other precision's binary)."""
+    """A dtype held in a global, a closure variable or a module's attribute is left a name
+    (an attribute) by DaCe's preprocessor and looked up by the parse: the step's key holds
+    its value, not the name (two steps of one factory for two precisions, and a later run
+    with the global or the module's dtype changed, found each other's records and ran the
+    other precision's binary)."""
 
-    def run(dtype: str, workdir) -> list[str]:
+    def run(workdir, global_dtype: str, module_dtype: str) -> list[str]:
         workdir.mkdir(exist_ok=True)
-        (workdir / "dtyped.py").write_text(DTYPED.replace("DTYPE", dtype))
+        (workdir / "dtyped.py").write_text(DTYPED.replace("DTYPE", global_dtype))
+        (workdir / "cfg.py").write_text(f"import numpy as np\nDT = np.{module_dtype}\n")
         done = subprocess.run(
             [sys.executable, "dtyped.py"],
             cwd=workdir,
@@ -380,8 +387,10 @@ def test_dtypes_the_step_reads_by_name_key_its_build(tmp_path):
         assert done.returncode == 0, done.stderr
         return done.stdout.split()
 
-    single = run("float32", tmp_path / "a")
-    double = run("float64", tmp_path / "a")  # the same caches, the global changed
-    assert single[0] != single[2], "the closure's dtype: float32 then float64"
-    assert single[1] == single[3] != double[1] == double[3], "the global's dtype"
-    assert double == run("float64", tmp_path / "fresh")
+    first = run(tmp_path / "a", "float32", "float32")
+    assert first[0] != first[3], "the closure's dtype: float32 then float64"
+    then = run(tmp_path / "a", "float64", "float32")  # the same caches, the global changed
+    assert then[1] != first[1] and then[2] == first[2]
+    last = run(tmp_path / "a", "float64", "float64")  # the module's dtype changed
+    assert last[2] != then[2] and last[1] == then[1]
+    assert last == run(tmp_path / "fresh", "float64", "float64")

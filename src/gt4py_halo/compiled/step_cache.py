@@ -217,8 +217,9 @@ def _described(node: Any, parts: list) -> bool:
 def _names_described(tree: ast.AST, names: dict[str, Any], parts: list) -> bool:
     """Appends the values of the names ``tree`` reads that it does not bind (a dtype the
     preprocessor leaves as a name: ``np.zeros(n, dtype=DT)``, ``DT`` a global or a closure
-    variable), as the parse resolves them (``names``: the step's globals and closure); False
-    where one has no key. Builtins the parse knows without them are left out."""
+    variable), and the attributes it reads of modules among them (``cfg.DT``), as the parse
+    resolves them (``names``: the step's globals and closure); False where one has no key.
+    Builtins the parse knows without them are left out."""
     bound = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
     bound |= {
         n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
@@ -234,7 +235,41 @@ def _names_described(tree: ast.AST, names: dict[str, Any], parts: list) -> bool:
         if key is None:
             return False
         parts.append((name, key))
+    for node in ast.walk(tree):  # a module's attribute: ``cfg.DT``, ``numpy.zeros``
+        chain = _attribute_chain(node)
+        if chain is None or chain[0] not in read or not dace.dtypes.ismodule(names.get(chain[0])):
+            continue
+        value = names[chain[0]]
+        for attribute in chain[1:]:
+            value = getattr(value, attribute, _MISSING)
+        key = value_key(value) or _library_function_key(value)
+        if key is None:
+            return False
+        parts.append((".".join(chain), key))
     return True
+
+
+_MISSING = object()
+
+
+def _attribute_chain(node: ast.AST) -> list[str] | None:
+    """``["a", "b", "c"]`` for ``a.b.c``; None for anything but a name's attributes."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    attributes = []
+    while isinstance(node, ast.Attribute):
+        attributes.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(attributes)] if isinstance(node, ast.Name) else None
+
+
+def _library_function_key(value: Any) -> str | None:
+    """A NumPy, DaCe or math function by its name (DaCe parses them by name: their code is
+    not the step's); None for anything else (a user's function may change)."""
+    module = getattr(value, "__module__", None) or ""
+    if callable(value) and module.split(".")[0] in ("numpy", "dace", "math"):
+        return f"function:{module}.{getattr(value, '__qualname__', value)}"
+    return None
 
 
 def _toolchain() -> str:
