@@ -1,7 +1,9 @@
-"""``gh.program`` refuses options it does not know, when it is applied (before any build)."""
+"""``gh.program`` refuses options and parameters it does not take, when it is applied (before any
+build)."""
 
 from __future__ import annotations
 
+import dace
 import pytest
 
 import gt4py_halo as gh
@@ -42,6 +44,17 @@ def test_keyword_only_and_variadic_parameters_are_refused() -> None:
     for function, named in ((keyword_only, "u"), (variadic, "fields")):
         with pytest.raises(gh.ProgramError, match=f"{named} is keyword-only or variadic"):
             gh.program(function)
+
+
+def test_compile_time_parameters_are_refused() -> None:
+    """DaCe's ``dace.compiletime`` would make a build per value, which the step's build key
+    (argument kinds) does not hold; it failed in DaCe's parser with a KeyError."""
+
+    def step_of(v, k: dace.compiletime):
+        pass
+
+    with pytest.raises(gh.ProgramError, match="k is annotated dace.compiletime"):
+        gh.program(step_of)
 
 
 def test_static_and_class_methods_are_refused_below_the_step() -> None:

@@ -575,16 +575,28 @@ def _record(known: step_cache.StepKey, binary: _Binary, name: str) -> step_cache
 
 def _check_parameters(function: Callable[..., None]) -> None:
     """A step is called with its arguments by position (DaCe's programs take no keyword-only
-    or variadic parameters): ``ProgramError`` naming any other."""
+    or variadic parameters), each a value of the call: ``ProgramError`` naming any other, or
+    a compile-time parameter (``dace.compiletime``: the step's build and its records are per
+    argument kinds, not per value)."""
+    parameters = inspect.signature(function).parameters.values()
     others = [
-        p.name
-        for p in inspect.signature(function).parameters.values()
-        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        p.name for p in parameters if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     if others:
         raise ProgramError(
             f"{function.__qualname__}: a step's parameters are positional; "
             f"{', '.join(others)} is keyword-only or variadic"
+        )
+    try:  # (string annotations, ``from __future__ import annotations``, evaluated as DaCe does)
+        hints = inspect.get_annotations(function, eval_str=True)
+    except Exception:  # noqa: BLE001 - DaCe's parser reports annotations it cannot read
+        hints = {}
+    constant = [name for name, hint in hints.items() if hint is dace.compiletime]
+    if constant:
+        raise ProgramError(
+            f"{function.__qualname__}: {', '.join(constant)} is annotated dace.compiletime: a "
+            "step takes no compile-time parameters; pass the value as an argument, or read it "
+            "from a global or closure variable (a build per value)"
         )
 
 
