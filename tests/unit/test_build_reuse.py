@@ -394,3 +394,27 @@ def test_dtypes_the_step_reads_by_name_key_its_build(tmp_path):
     last = run(tmp_path / "a", "float64", "float64")  # the module's dtype changed
     assert last[2] != then[2] and last[1] == then[1]
     assert last == run(tmp_path / "fresh", "float64", "float64")
+
+
+def test_another_mpi_or_ghex_is_another_build(monkeypatch):
+    """The build folder's name and the step records' key hold the libraries a binary links
+    (``cache_files.linked_libraries``): a run against another MPI (a module swapped on a
+    cluster) or another GHEX builds anew, where the old binary could crash."""
+    import dace
+    from mpi4py import MPI
+
+    from gt4py_halo.compiled import cache_files, program, step_cache
+
+    assert cache_files.linked_libraries()[0] == MPI.Get_library_version()
+    sdfg = dace.SDFG("linked")
+    digests, toolchains = set(), set()
+    for libraries in (
+        ("MPICH 5.0.2", "ghex 0.9.0"),
+        ("Open MPI 5", "ghex 0.9.0"),
+        ("MPICH 5.0.2", "ghex 1.0"),
+    ):
+        monkeypatch.setattr(program, "linked_libraries", lambda libraries=libraries: libraries)
+        monkeypatch.setattr(step_cache, "linked_libraries", lambda libraries=libraries: libraries)
+        digests.add(program.build_digest(sdfg))
+        toolchains.add(step_cache._toolchain())
+    assert len(digests) == len(toolchains) == 3

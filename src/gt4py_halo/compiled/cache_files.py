@@ -7,13 +7,17 @@ build folder is locked while a step is built in it (DaCe, told to reuse what a f
 would load another job's library half written); and a library that is not whole (a build
 killed while linking, a full disk: loading one ends the process with a bus error) is built
 again. A cache folder that cannot be written (read-only, full) only means that nothing is
-kept there: the run goes on, with a warning.
+kept there: the run goes on, with a warning. A binary is kept for the libraries it was linked
+against (``linked_libraries``): another MPI (a module swapped on a cluster) or another GHEX
+builds anew, where loading the old binary could crash.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
+import importlib.metadata
 import os
 import struct
 import tempfile
@@ -22,6 +26,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 _WARNED: set[Path] = set()  # cache folders found unwritable, warned about once
+
+
+@functools.cache
+def linked_libraries() -> tuple[str, ...]:
+    """What a step's binary links besides its code, as keys of builds and their records: the
+    MPI library (its own version string: implementation, version, ABI, configuration) and
+    the GHEX package, if installed."""
+    from mpi4py import MPI
+
+    try:
+        ghex = importlib.metadata.version("ghex")
+    except importlib.metadata.PackageNotFoundError:
+        ghex = "none"
+    return (MPI.Get_library_version(), f"ghex {ghex}")
 
 
 def write_whole(path: Path, data: bytes) -> None:

@@ -46,7 +46,7 @@ from gt4py_halo.annotations import HaloValidity, note_written
 from gt4py_halo.build_once import arrive, build_on_root
 from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.arena_lowering import place_attached_segments
-from gt4py_halo.compiled.cache_files import building_in
+from gt4py_halo.compiled.cache_files import building_in, linked_libraries
 from gt4py_halo.compiled.convertible import (
     BY_PREFIX,
     CLOSURE_PREFIX,
@@ -603,8 +603,8 @@ def _check_parameters(function: Callable[..., None]) -> None:
 def build_digest(sdfg: dace.SDFG) -> str:
     """What names a step's build (its folder, and so the binary a later run finds there, see
     ``_build``): a digest of the lowered graph, the C++ headers the expansions include, the
-    entry points ``last_call`` adds, the DaCe version and DaCe's compiler settings. The same
-    on every rank."""
+    entry points ``last_call`` adds, the DaCe version, DaCe's compiler settings and the
+    libraries the binary links (``linked_libraries``). The same on every rank."""
     headers = sorted(Path(transports.__file__).parent.glob("*/include/*"))
     toolchain = json.dumps(
         [
@@ -612,6 +612,7 @@ def build_digest(sdfg: dace.SDFG) -> str:
             dace.Config.get("compiler"),
             [h.read_bytes().hex() for h in headers],
             AGAIN,
+            linked_libraries(),
         ],
         sort_keys=True,
         default=str,

@@ -42,7 +42,7 @@ import gt4py
 import numpy as np
 from dace.frontend.python import preprocessing
 
-from gt4py_halo.compiled.cache_files import whole_library, write_whole
+from gt4py_halo.compiled.cache_files import linked_libraries, whole_library, write_whole
 from gt4py_halo.compiled.convertible import process_prefix
 from gt4py_halo.compiled.gt4py_translations import dace_settings, program_key
 
@@ -273,9 +273,17 @@ def _library_function_key(value: Any) -> str | None:
 
 
 def _toolchain() -> str:
-    """Python, DaCe (with its configuration), GT4Py and gt4py_halo's own sources."""
+    """Python, DaCe (with its configuration), GT4Py, gt4py_halo's own sources and the
+    libraries a binary links."""
     return json.dumps(
-        [sys.version, dace.__version__, gt4py.__version__, dace_settings(), _sources()],
+        [
+            sys.version,
+            dace.__version__,
+            gt4py.__version__,
+            dace_settings(),
+            _sources(),
+            linked_libraries(),
+        ],
         sort_keys=True,
         default=str,
     )
