@@ -703,6 +703,33 @@ def test_the_gpu_defaults_on_the_cpu(comm) -> None:
         np.testing.assert_array_equal(field, reference)
 
 
+@pytest.mark.parametrize("layout", ["numpy", "gt4py"])
+def test_stencil_packing_beside_a_map_over_scalar_bounds(comm, layout) -> None:
+    """A producer map whose bounds are scalar arguments of the step (DaCe reads them into the
+    map through connectors): the exchange packs in maps of its own, as without stencil
+    packing (it failed to compile: the coverage test named the map's range variables outside
+    it). Exact halos on uneven blocks, NumPy's and GT4Py's default fields."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    def step(a, b, i0, i1, j0, j1):  # (no annotations: this module's are strings)
+        for i, j in dace.map[i0:i1, j0:j1]:
+            b[i, j] = a[i, j] + 1.0
+        ex.exchange(b)
+
+    packed = gh.program(step, comm=comm, pack_in_producers=True)
+    bounds = [x for s in d.owned for x in (s.start, s.stop)]
+    a = filled_local(d, (), np.float64)
+    b = np.full(d.allocated_shape, SENTINEL)
+    if layout == "gt4py":
+        a, b = gtx.as_field([I, J], a), gtx.as_field([I, J], b)
+    for _ in range(2):
+        packed(a, b, *bounds)
+    expected = expected_local(d, (), np.float64)
+    expected[expected != SENTINEL] += 1.0
+    np.testing.assert_array_equal(b.asnumpy() if layout == "gt4py" else b, expected)
+
+
 @pytest.mark.parametrize("transport", GPU_TRANSPORTS)
 @pytest.mark.parametrize("make_step", [map_step, called_step])
 def test_compiled_step_on_the_gpu_equals_the_cpu(comm, make_step, transport) -> None:

@@ -135,10 +135,15 @@ def _written_in(state: dace.SDFGState, data: str, besides: Any = None) -> list:
 
 
 def _map_writing(state: dace.SDFGState, writes: list, beside: bool) -> _Producer | None:
-    """The producer if the one edge of ``writes`` leaves a top-level map writing point-wise."""
+    """The producer if the one edge of ``writes`` leaves a top-level map writing point-wise
+    over a range the state's symbols give: not one whose bounds are data (scalar arguments:
+    DaCe reads them into the map through connectors, which the coverage test, an assignment
+    outside the map, cannot name)."""
     exit_ = writes[0].src
     if not isinstance(exit_, nodes.MapExit) or state.entry_node(state.entry_node(exit_)):
         return None
+    if any(not c.startswith("IN_") for c in state.entry_node(exit_).in_connectors):
+        return None  # a dynamic map range
     inner = list(state.in_edges_by_connector(exit_, "IN_" + writes[0].src_conn[len("OUT_") :]))
     if len(inner) != 1 or inner[0].data.wcr is not None or inner[0].data.dynamic:
         return None
