@@ -450,6 +450,7 @@ typedef struct {
     char **trailers;     /* per receive: where its fields' signature lands, or NULL */
     uint64_t signature;
     PyObject *error; /* raised with MPI's error code: mpi4py's MPI.Exception */
+    unsigned long waits; /* 2 per wait, odd while one lasts: read from another thread */
 } Persistent;
 
 static void persistent_dealloc(Persistent *self) {
@@ -537,10 +538,13 @@ static int startall(Persistent *self, int count, char *requests) {
 }
 
 static int waitall(Persistent *self, int count, char *requests) {
+    if (!count) return 0;
     int rc;
+    __atomic_store_n(&self->waits, self->waits + 1, __ATOMIC_RELAXED);
     Py_BEGIN_ALLOW_THREADS
-    rc = count ? self->waitall(count, requests, self->statuses) : 0;
+    rc = self->waitall(count, requests, self->statuses);
     Py_END_ALLOW_THREADS
+    __atomic_store_n(&self->waits, self->waits + 1, __ATOMIC_RELAXED);
     return rc;
 }
 
@@ -635,6 +639,10 @@ static PyObject *persistent_status(Persistent *self, PyObject *index) {
     return PyBytes_FromStringAndSize(self->statuses + i * self->status_size, self->status_size);
 }
 
+static PyObject *persistent_waits(Persistent *self, PyObject *unused) {
+    return PyLong_FromUnsignedLong(__atomic_load_n(&self->waits, __ATOMIC_RELAXED));
+}
+
 static PyMethodDef persistent_methods[] = {
     {"start", (PyCFunction)persistent_start, METH_VARARGS,
      "start(pack, local): start the receives, call the pack copies, start the sends, call "
@@ -653,6 +661,9 @@ static PyMethodDef persistent_methods[] = {
      "size or (where given) signature; else 0."},
     {"wait_sends", (PyCFunction)persistent_wait_sends, METH_NOARGS,
      "Wait for the sends."},
+    {"waits", (PyCFunction)persistent_waits, METH_NOARGS,
+     "Twice the waits for messages begun, plus one while one lasts (odd: waiting); safe to "
+     "call from another thread while a wait lasts."},
     {"status", (PyCFunction)persistent_status, METH_O,
      "status(i): the bytes of receive i's MPI_Status after the last wait."},
     {NULL, NULL, 0, NULL},

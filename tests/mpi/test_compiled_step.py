@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import inspect
 import itertools
 import re
 import shutil
@@ -337,6 +338,14 @@ def local_fields(d: gh.CartesianDecomposition, specs: list) -> list:
     return made
 
 
+def assert_exact_halos(d: gh.CartesianDecomposition, fields: list, specs: list) -> None:
+    """Each of ``fields`` (made by ``local_fields`` from ``specs``) holds what an exchange
+    leaves in it (``expected_local``)."""
+    for field, (levels, dtype, order) in zip(fields, specs):
+        got = field.asnumpy() if order == "gt4py" else field
+        np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
+
+
 @pytest.mark.parametrize("layout", ["C", "F", "gt4py"])
 @pytest.mark.parametrize("split", [0, 1], ids=["split-axis-0", "split-axis-1"])
 def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
@@ -367,9 +376,7 @@ def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
     for _ in range(2):
         fields = local_fields(d, specs)
         step(*fields)
-        for field, (levels, dtype, _) in zip(fields, specs):
-            got = field.asnumpy() if layout == "gt4py" else field
-            np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
+        assert_exact_halos(d, fields, specs)
 
 
 def test_strides_that_coincide_on_some_ranks_only(comm) -> None:
@@ -390,6 +397,86 @@ def test_strides_that_coincide_on_some_ranks_only(comm) -> None:
         exchange_both(*fields)
         for field in fields:
             np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "gt4py"])
+@pytest.mark.parametrize("split", [0, 1], ids=["split-axis-0", "split-axis-1"])
+def test_blocks_one_cell_wide_on_some_ranks(comm, layout, split) -> None:
+    """The last rank's block is one cell wide across the split axis (no halo there): its
+    arrays' neighbouring axis has element stride 1 as well (C-ordered split along axis 1,
+    Fortran-ordered along axis 0), the other ranks' not. The step builds with the strides
+    that are 1 on every rank and gives exact halos, and a second call with new arrays runs
+    without a new build."""
+    shape = [7, 7]
+    shape[split] = 2 * comm.size - 1  # blocks of 2 cells, the last of 1
+    halo = (0, 1) if split == 0 else (1, 0)
+    grid = (comm.size, 1) if split == 0 else (1, comm.size)
+    d = gh.CartesianDecomposition(shape, halo=halo, periodic=True, proc_grid=grid, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step(a, b):
+        ex.exchange(a)
+        h = ex.start(b)
+        h.finish()
+
+    levels = (3,) if layout == "gt4py" else ()
+    specs = [(levels, np.float64, layout), (levels, np.int32, layout)]
+    for _ in range(2):
+        fields = local_fields(d, specs)
+        step(*fields)
+        assert_exact_halos(d, fields, specs)
+    assert len(step._binaries) == 1
+
+
+@pytest.mark.parametrize("layout", ["C", "gt4py"])
+def test_two_decompositions_whose_shapes_coincide_on_some_ranks(comm, layout) -> None:
+    """Cells (12, 11) and faces (13, 11) split along axis 0: the first rank's cell and face
+    blocks differ in shape, the others' are equal. One build serves every rank (arrays share
+    size symbols where their shapes are equal on every rank) with exact halos of both."""
+    cells = gh.CartesianDecomposition((12, 11), halo=1, proc_grid=(comm.size, 1), comm=comm)
+    faces = gh.CartesianDecomposition((13, 11), halo=1, proc_grid=(comm.size, 1), comm=comm)
+    on_cells, on_faces = gh.make_exchange(cells), gh.make_exchange(faces)
+
+    @gh.program(comm=comm)
+    def step(p, u):
+        on_cells.exchange(p)
+        on_faces.exchange(u)
+
+    specs = [((2,) if layout == "gt4py" else (), np.float64, layout)]
+    for _ in range(2):
+        p, u = local_fields(cells, specs)[0], local_fields(faces, specs)[0]
+        step(p, u)
+        assert_exact_halos(cells, [p], specs)
+        assert_exact_halos(faces, [u], specs)
+    assert len(step._binaries) == 1
+
+
+@pytest.mark.parametrize("annotations", ["strings", "evaluated"])
+@pytest.mark.parametrize("layout", ["C", "gt4py"])
+def test_annotations_do_not_type_a_step(comm, annotations, layout) -> None:
+    """A step's parameters take their types from the call's arguments, annotated or not:
+    an array annotated C-ordered (DaCe would take its strides over a padded GT4Py field's:
+    wrong halos) and scalars annotated ``dace.int64`` as strings (this module's ``from
+    __future__ import annotations``: DaCe read them as arrays of characters, the step did
+    not compile). Exact halos on uneven blocks, the map over scalar bounds written."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    def step(a: dace.float64[GLOBAL_SHAPE], c: dace.int64[8], i0: dace.int64, i1: dace.int64):
+        ex.exchange(a)
+        for i in dace.map[i0:i1]:
+            c[i] = i
+
+    if annotations == "evaluated":  # as in a module without ``from __future__ import ...``
+        step.__annotations__ = inspect.get_annotations(step, eval_str=True)
+    compiled = gh.program(step, comm=comm)
+    specs = [((2,) if layout == "gt4py" else (), np.float64, layout)]
+    for _ in range(2):
+        a, c = local_fields(d, specs)[0], np.full(8, -1, np.int64)
+        compiled(a, c, 2, 5)
+        assert_exact_halos(d, [a], specs)
+        np.testing.assert_array_equal(c, [-1, -1, 2, 3, 4, -1, -1, -1])
 
 
 @pytest.mark.parametrize("min_bytes", [1, None], ids=["in-place", "packed"])

@@ -8,13 +8,18 @@ import dace
 import numpy as np
 
 from gt4py_halo.compiled.in_place import box_runs
-from gt4py_halo.compiled.program import _element_strides, _layout_symbols, _symbolic_descriptor
+from gt4py_halo.compiled.program import (
+    _arrays_described,
+    _element_strides,
+    _layouts_of,
+    _symbolic_descriptor,
+)
 
 HALO = 3
 
 
 def descriptor(array: np.ndarray):
-    (layout,) = _layout_symbols([array])
+    (layout,) = _layouts_of([_arrays_described([array])])
     return _symbolic_descriptor(array, layout, "cpu")
 
 

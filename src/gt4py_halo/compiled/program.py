@@ -125,8 +125,9 @@ class Program:
             device == "gpu" if pack_in_producers is None else pack_in_producers
         )
         self._in_place_min_bytes = in_place_min_bytes or 0
-        self._builds: dict[tuple, tuple] = {}  # per build key and shapes
-        self._binaries: dict[tuple, str] = {}  # build key -> the build folder
+        self._builds: dict[tuple, tuple] = {}  # per local pattern (``_local_pattern``)
+        self._binaries: dict[tuple, _Binary] = {}  # per build key
+        self._agreed: list[list] = []  # the layouts of the builds in ``_binaries``
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
         self._last_call: LastCall | None = None
 
@@ -147,6 +148,15 @@ class Program:
         else:
             program = dace.program(function)
         program.global_vars = {}  # taken for each parse (``_globals``)
+        # types come from the call's arguments: DaCe would take an annotation over them (an
+        # array's, C-ordered strides for a padded field; a string one, from ``from __future__
+        # import annotations``, read as an array of characters)
+        program.signature = program.signature.replace(
+            parameters=[
+                p.replace(annotation=p.empty) for p in program.signature.parameters.values()
+            ],
+            return_annotation=inspect.Signature.empty,
+        )
         return program
 
     @contextlib.contextmanager
@@ -208,7 +218,7 @@ class Program:
         t = rec.now() if rec else 0.0
         values = [_plain(a) for a in args]
         _check_kinds(self._dace_program.argnames, values)
-        compiled, fixed, layouts, timers = self._build(values)
+        compiled, fixed, layouts, binary = self._build(values)
         arguments = dict(fixed)
         arguments.update(zip(self._dace_program.argnames, values))
         for value, layout in zip(values, layouts):
@@ -223,7 +233,9 @@ class Program:
         # kept by DaCe for Python callbacks, which no step has (``UNCOMPILABLE``): it would
         # keep the arguments alive
         compiled._argument_to_pyobject.clear()
-        self._last_call = LastCall(self.__name__, compiled, args, values, prepared, rec, timers)
+        self._last_call = LastCall(
+            self.__name__, compiled, args, values, prepared, rec, binary.timers
+        )
         if rec:
             self._last_call.recorded(rec, t)
 
@@ -231,7 +243,7 @@ class Program:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
         a copy, changing it changes nothing the step runs."""
         values = [_plain(a) for a in args]
-        layouts = _layout_symbols(values)
+        layouts = self._layouts_here(values)
         if not lowered:
             return self._parse(values, layouts)
         return copy.deepcopy(self._lower(values, layouts)[0])
@@ -260,16 +272,28 @@ class Program:
             if _is_array(array) and id(array) not in stale:
                 valid.remember(array)
 
+    def _layouts_here(self, values: list[Any]) -> list:
+        """The layouts of a build that ``values`` fit, else those of this process's arguments
+        alone (no collective: ``to_sdfg`` and ``fusion_report`` show; a build may take
+        fewer unit strides and shared shapes, as the arguments of every rank allow)."""
+        fitting = self._fitting_layouts(values)
+        return _layouts_of([_arrays_described(values)]) if fitting is None else fitting
+
     def fusion_report(self, *args: Any) -> FusionReport:
         """Which exchange copy maps the pipeline fused for a call with ``args``, by the labels
         the expansions gave them (in ``to_sdfg``'s graph: ``shared_functions.shared_name``)."""
         values = [_plain(a) for a in args]
-        return self._lower(values, _layout_symbols(values))[1]
+        return self._lower(values, self._layouts_here(values))[1]
 
-    def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any], list, list]:
+    def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any], list, _Binary]:
         """The compiled step for arguments like ``values``, its arguments fixed per build,
-        the layout symbols it was built with (``_layout_symbols``) and its timers (profiling
-        on when it was lowered: ``compiled/timers.py``).
+        the layout symbols it was built with (``_layouts_of``) and the build (its timers:
+        profiling on when it was lowered, ``compiled/timers.py``).
+
+        A call that no build of this process fits builds anew, collectively: the layouts of
+        such a build hold for the arguments of every rank; a call that one fits on some ranks
+        only (a rank's arrays alone changed their shape sharing or unit strides) leaves the
+        others reporting that they wait (``build_once.arrive``).
 
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
@@ -279,23 +303,25 @@ class Program:
         an instance sizes its message buffers and persistent requests for the shapes of its
         first call (the arguments' levels may differ between calls of one exchange).
         """
-        local = _layout_symbols(values)
-        key = self._key(values, local)
-        instance = (key, tuple(getattr(v, "shape", None) for v in values))
-        if instance in self._builds:  # new arrays of known shapes: checked as at a build
-            _check_exchanged(self._dace_program.argnames, values, self._binaries[key].exchanged)
+        instance = self._key(values, _local_pattern(values))
+        if instance in self._builds:  # new arrays like the last ones: checked as at a build
+            _check_exchanged(
+                self._dace_program.argnames, values, self._builds[instance][3].exchanged
+            )
             return self._builds[instance]
-        layouts = local  # the same on every rank: checked at each build
-        if key in self._binaries:
-            binary = self._binaries[key]
+        layouts = self._fitting_layouts(values)
+        if layouts is not None:  # a build of this process fits them: no collective
+            binary = self._binaries[self._key(values, layouts)]
             _check_exchanged(self._dace_program.argnames, values, binary.exchanged)
             compiled = load_precompiled_sdfg(binary.folder)
         else:
             arrive(self._comm, repr(self.__name__))
-            self._check_layouts_agree(values, layouts)
+            layouts = self._agreed_layouts(values)
             with self._globals():
                 known = step_cache.step_key(
-                    self._dace_program, self._descriptors(values, layouts), self._around(key)
+                    self._dace_program,
+                    self._descriptors(values, layouts),
+                    self._around(values, layouts),
                 )
             found = self._built_before(values, known)
             if found is None:
@@ -304,17 +330,19 @@ class Program:
                     step_cache.store(known, _record(known, binary, name))
             else:
                 compiled, binary = found
-            self._binaries[key] = binary
+            self._binaries[self._key(values, layouts)] = binary
+            self._agreed.append(layouts)
         fixed = dict(self._dace_program.__sdfg_closure__())
         for value in list(fixed.values()):
             fixed.update(_closure_symbols(value))
         fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
-        self._builds[instance] = (compiled, fixed, layouts, binary.timers)
+        self._builds[instance] = (compiled, fixed, layouts, binary)
         return self._builds[instance]
 
-    def _around(self, key: tuple) -> list:
+    def _around(self, values: list[Any], layouts: list) -> list:
         """What a step's build depends on besides its code and closure (``step_cache``)."""
         options = [self._device, self._copy_maps, self._pack_in_producers]
+        key = self._key(values, layouts)
         return [self.__name__, key, *options, self._in_place_min_bytes]
 
     def _built_before(self, values: list[Any], known: step_cache.StepKey | None) -> Any:
@@ -391,35 +419,46 @@ class Program:
             + "; ".join(f"rank {r} failed: {p[0]}: {p[1]}" for r, p in enumerate(problems) if p)
         )
 
-    def _check_layouts_agree(self, values: list[Any], layouts: list) -> None:
-        """Collectively: every rank builds the step with the same layout symbols, profiling
-        on or off alike.
+    def _fitting_layouts(self, values: list[Any]) -> list | None:
+        """The layouts of a build of this process that ``values`` fit (the same types, unit
+        strides where the build has the constant 1, equal shapes where it shares size
+        symbols), if any: such a call needs no new build, so no collective."""
+        local = _arrays_described(values)
+        for layouts in self._agreed:
+            if self._key(values, layouts) in self._binaries and _fits(local, layouts):
+                return layouts
+        return None
 
-        Ranks must pass arguments of the same types, unit strides and shape sharing, and
-        profile alike (a build while profiling holds timers: ``compiled/timers.py``); else a
-        ``RanksDisagreeError`` on every rank names the arguments or the profiling ranks.
+    def _agreed_layouts(self, values: list[Any]) -> list:
+        """Collectively: the layout symbols of a new build, the same on every rank
+        (``_layouts_of`` the arguments of every rank).
+
+        Ranks must pass arguments of the same types and profile alike (a build while
+        profiling holds timers: ``compiled/timers.py``); else a ``RanksDisagreeError`` on
+        every rank names the arguments or the profiling ranks.
         """
         names = self._dace_program.argnames
-        mine = _argument_layouts(names, values, layouts)
-        profiled = self._comm.allgather((profiling.recorder is not None, mine))
-        on = [rank for rank, (profiling_on, _) in enumerate(profiled) if profiling_on]
-        if 0 < len(on) < len(profiled):  # a build with timers on some ranks only
+        mine = (profiling.recorder is not None, _types(values), _arrays_described(values))
+        gathered = self._comm.allgather(mine)
+        on = [rank for rank, (profiling_on, _, _) in enumerate(gathered) if profiling_on]
+        if 0 < len(on) < len(gathered):  # a build with timers on some ranks only
             raise RanksDisagreeError(
                 f"{self.__name__}: ranks build the step with profiling on (ranks "
                 f"{', '.join(map(str, on[:8]))}) and off (the others): profile all ranks that "
                 "call the step, or none (gh.profile(comm=...) takes the step's communicator)"
             )
-        everyone = [layouts_of_rank for _, layouts_of_rank in profiled]
-        differing = [i for i in range(len(mine)) if len({e[i] for e in everyone}) > 1]
+        everyone = [types for _, types, _ in gathered]
+        differing = [i for i in range(len(values)) if len({e[i] for e in everyone}) > 1]
         if differing:
             lines = [
                 f"  {names[i]}: " + "; ".join(f"rank {r}: {e[i]}" for r, e in enumerate(everyone))
                 for i in differing
             ]
             raise RanksDisagreeError(
-                f"{self.__name__}: ranks call the step with arguments that differ in type or "
-                "layout, so one compiled step cannot serve them all:\n" + "\n".join(lines)
+                f"{self.__name__}: ranks call the step with arguments that differ in type, "
+                "so one compiled step cannot serve them all:\n" + "\n".join(lines)
             )
+        return _layouts_of([arrays for _, _, arrays in gathered])
 
     def _check_programs_agree(self, sdfg: dace.SDFG, values: list[Any], layouts: list) -> None:
         """Collectively: every rank lowered the same SDFG; if not, say where they differ."""
@@ -779,21 +818,12 @@ def lower_halo_exchanges(
     return lowered
 
 
-def _argument_layouts(names: list[str], values: list[Any], layouts: list) -> list[str]:
-    """Per argument, what its symbolic descriptor depends on (its ``_layout_symbols``
-    ``layouts``), in words."""
-    described = []
-    for value, layout in zip(values, layouts):
-        if layout is None:
-            described.append(f"scalar {type(value).__name__}")
-            continue
-        unit = [k for k, name in enumerate(layout[1]) if name is None]
-        shape = [n for n, other in zip(names, layouts) if other and other[0] == layout[0]]
-        described.append(
-            f"{value.dtype} array of {value.ndim} axes, unit stride on axes {unit}, "
-            f"same shape as {shape}"
-        )
-    return described
+def _types(values: list[Any]) -> list[str]:
+    """Per argument, its type in words: what every rank must pass alike."""
+    return [
+        f"{v.dtype} array of {v.ndim} axes" if _is_array(v) else f"scalar {type(v).__name__}"
+        for v in values
+    ]
 
 
 def _compile_in_folder(sdfg: dace.SDFG, functions: list[str]) -> Any:
@@ -854,7 +884,12 @@ def _check_exchanged(names: list[str], values: list[Any], exchanged: list[Exchan
     for index, plan, _ in exchanged:
         field_spec(plan, values[index], names[index])
     positions = sorted({index for index, _, _ in exchanged})
-    check_disjoint([values[i] for i in positions], [names[i] for i in positions])
+    check_disjoint(
+        [values[i] for i in positions],
+        [names[i] for i in positions],
+        "a compiled step takes distinct arrays (its code assumes arguments do not alias: "
+        "pass one array once)",
+    )
 
 
 def _first_difference(per_rank: list[list[str]]) -> str | None:
@@ -928,40 +963,70 @@ def _element_strides(value: Any) -> tuple[int, ...]:
     return tuple(s // value.itemsize for s in value.strides)
 
 
-def _layout_symbols(values: list[Any]) -> list[tuple[tuple, tuple] | None]:
-    """Per argument (``None`` for non-arrays): the names of its size symbols and of its
-    stride symbols.
+#: Per argument, ``None`` for non-arrays, else its shape and element strides
+Described = list[tuple[tuple[int, ...], tuple[int, ...]] | None]
 
-    Arrays of equal shape share size symbols. One SDFG still serves every rank and block
-    size, and DaCe can prove that maps over such fields have the same ranges: map fusion needs
-    that (the pack maps of one exchange's fields, stencils over several fields). A unit stride
-    is no symbol but the constant 1 (name ``None``): the C compiler then sees contiguous inner
-    loops and vectorizes the copies (a symbolic unit stride made the compiled exchange of 10
-    fields of 70x134x80 twice as slow as the runtime one). Other strides are symbols of each
-    argument's own, even where a rank's array is dense or two arrays' strides coincide: GT4Py
-    pads some blocks and not others, so neither is the same on every rank, and the code must
-    be (exchanges test density at run time, ``compiled/in_place.py``). Which arguments share
-    shapes and which strides are 1 is part of a build's key: a call that breaks the pattern
-    builds anew, on every rank (the pattern is the same on every rank: a new build is
-    collective).
+
+def _arrays_described(values: list[Any]) -> Described:
+    return [(tuple(v.shape), _element_strides(v)) if _is_array(v) else None for v in values]
+
+
+def _layouts_of(ranks: list[Described]) -> list[tuple[tuple, tuple] | None]:
+    """Per argument (``None`` for non-arrays): the names of its size symbols and of its
+    stride symbols, from the arguments of every rank (``ranks``; a process's own alone
+    where it lowers only to show: ``to_sdfg``).
+
+    Arrays whose shapes are equal on every rank share size symbols. One SDFG still serves
+    every rank and block size, and DaCe can prove that maps over such fields have the same
+    ranges: map fusion needs that (the pack maps of one exchange's fields, stencils over
+    several fields). A stride of 1 on every rank is no symbol but the constant 1 (name
+    ``None``): the C compiler then sees contiguous inner loops and vectorizes the copies (a
+    symbolic unit stride made the compiled exchange of 10 fields of 70x134x80 twice as slow
+    as the runtime one). Other strides are symbols of each argument's own, even where a
+    rank's array is dense or two arrays' strides coincide: GT4Py pads some blocks and not
+    others, so neither is the same on every rank, and the code must be (exchanges test
+    density at run time, ``compiled/in_place.py``). A block one cell wide on some ranks
+    makes strides 1 there that are not on others, uneven blocks make shapes equal on some
+    ranks only: taking what holds on every rank makes one build for all.
     """
-    shapes: dict[tuple, int] = {}
+    groups: dict[tuple, int] = {}
     layouts = []
-    for i, value in enumerate(values):
-        if not _is_array(value):
+    for i, mine in enumerate(ranks[0]):
+        if mine is None:
             layouts.append(None)
             continue
-        g = shapes.setdefault(tuple(value.shape), len(shapes))
+        g = groups.setdefault(tuple(rank[i][0] for rank in ranks), len(groups))
+        unit = [all(rank[i][1][k] == 1 for rank in ranks) for k in range(len(mine[0]))]
         layouts.append(
             (
-                tuple(f"__shape{g}_{k}" for k in range(value.ndim)),
-                tuple(
-                    None if n == 1 else f"__strides{i}_{k}"
-                    for k, n in enumerate(_element_strides(value))
-                ),
+                tuple(f"__shape{g}_{k}" for k in range(len(mine[0]))),
+                tuple(None if u else f"__strides{i}_{k}" for k, u in enumerate(unit)),
             )
         )
     return layouts
+
+
+def _fits(described: Described, layouts: list) -> bool:
+    """Whether arrays ``described`` can be passed to a build with ``layouts``: strides of 1
+    where it has the constant 1, equal shapes where it shares size symbols."""
+    shapes: dict[tuple, tuple] = {}
+    for mine, layout in zip(described, layouts):
+        if layout is None:
+            continue
+        if shapes.setdefault(layout[0], mine[0]) != mine[0]:
+            return False
+        if any(name is None and n != 1 for name, n in zip(layout[1], mine[1])):
+            return False
+    return True
+
+
+def _local_pattern(values: list[Any]) -> list[tuple | None]:
+    """What a process's build for ``values`` is found by without a collective: per array,
+    its shape and which of its strides are 1."""
+    return [
+        None if d is None else (d[0], tuple(n == 1 for n in d[1]))
+        for d in _arrays_described(values)
+    ]
 
 
 def _symbolic_descriptor(value: Any, layout: tuple | None, device: str) -> Any:

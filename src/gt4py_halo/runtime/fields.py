@@ -59,18 +59,24 @@ def specs_of(plan: ExchangePlan, arrays: Sequence[Any]) -> tuple[FieldSpec, ...]
     return specs
 
 
-def check_disjoint(arrays: Sequence[Any], names: Sequence[int | str]) -> None:
-    """A ``FieldError`` naming two of ``arrays`` that share an element: one field's halo would
-    be another's owned cells (or the same cells twice), which no order of writes makes right.
-    Views of one buffer that share nothing (``q[..., 0]``, ``q[..., 1]``) are fine."""
+#: Why the fields of one exchange must not share memory
+ONE_EXCHANGE = "an exchange writes halos it reads as owned cells"
+
+
+def check_disjoint(
+    arrays: Sequence[Any], names: Sequence[int | str], why: str = ONE_EXCHANGE
+) -> None:
+    """A ``FieldError`` naming two of ``arrays`` that share an element, and ``why`` that is
+    wrong: in one exchange, one field's halo would be another's owned cells (or the same
+    cells twice), which no order of writes makes right. Views of one buffer that share
+    nothing (``q[..., 0]``, ``q[..., 1]``) are fine."""
     views = [_addresses(a) for a in arrays]
     for j in range(1, len(views)):
         for i in range(j):
             if np.shares_memory(views[i], views[j]):
                 raise FieldError(
                     f"fields {names[i]} and {names[j]} share memory (the same array, or "
-                    "overlapping views of one buffer); an exchange writes halos it reads as "
-                    "owned cells"
+                    f"overlapping views of one buffer); {why}"
                 )
 
 

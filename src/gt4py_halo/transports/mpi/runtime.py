@@ -15,6 +15,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -23,9 +25,10 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from gt4py_halo import _native, profiling
+from gt4py_halo import _native, build_once, profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import BackendUnavailableError, RanksDisagreeError
+from gt4py_halo.runtime.agreement import described
 from gt4py_halo.runtime.in_flight import UNFINISHED
 from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets
 
@@ -123,6 +126,12 @@ class MessageSet:
         # a persistent request holds its communicator: freed with the message set, or the
         # decomposition's communicator is never released
         weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
+        self.awaited = (
+            f"rank {comm.Get_rank()} has waited {{:.0f}} s for the messages of an exchange "
+            f"({described(plan.name, tuple(specs))}) from ranks "
+            f"{', '.join(map(str, sorted(set(self._peers))))}"
+        )
+        _LONG_WAITS.watch(self)
 
     def exchange(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
         """``start`` and ``wait`` in one call into C, where nothing is profiled (the
@@ -365,6 +374,61 @@ def _handles(requests: Sequence[MPI.Request]) -> bytes:
     size = MPI._sizeof(MPI.Request)
     mask = (1 << 8 * size) - 1
     return b"".join((MPI._handleof(r) & mask).to_bytes(size, sys.byteorder) for r in requests)
+
+
+class _LongWaits:
+    """Says on stderr, every ``build_once.REPORT_AFTER_S``, which exchange's messages a wait
+    has waited for that long, from which ranks: a rank that skipped a call of the same fields
+    and then stopped leaves the others waiting in one call into C (``_native.Persistent``),
+    which no Python runs during. A thread of its own (started with the first message set)
+    looks at each message set's wait counter (``waits``: odd while a wait lasts) at most once
+    a second; the waits themselves only count."""
+
+    def __init__(self) -> None:
+        self._sets: list[weakref.ref[MessageSet]] = []
+        self._thread: threading.Thread | None = None
+
+    def watch(self, messages: MessageSet) -> None:
+        self._sets.append(weakref.ref(messages, self._sets.remove))
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="gt4py_halo: long waits", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        seen: dict[int, tuple[int, float, float]] = {}
+        while True:
+            time.sleep(min(1.0, build_once.REPORT_AFTER_S / 2))
+            seen = self._look(seen)
+
+    def _look(self, seen: dict[int, tuple[int, float, float]]) -> dict:
+        """Report the waits that lasted; per set waiting now: its wait counter, since when
+        that wait lasts, when it was last reported. (No set outlives the call.)"""
+        now, looked = time.monotonic(), {}
+        for ref in list(self._sets):  # (a copy: the main thread appends and removes)
+            messages = ref()
+            if messages is None:
+                continue
+            waits = messages._requests.waits()
+            if waits % 2 == 0:
+                continue
+            last, since, reported = seen.get(id(messages), (waits, now, now))
+            if last != waits:
+                since = reported = now
+            if now - reported >= build_once.REPORT_AFTER_S:
+                reported = now
+                print(
+                    "gt4py_halo: " + messages.awaited.format(now - since) + ": every rank "
+                    "must make the same exchange calls, in the same order",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            looked[id(messages)] = (waits, since, reported)
+        return looked
+
+
+_LONG_WAITS = _LongWaits()
 
 
 def _free_requests(requests: list[MPI.Prequest]) -> None:
