@@ -87,7 +87,9 @@ def arrive(comm: MPI.Comm, what: str) -> None:
             print(
                 f"gt4py_halo: rank {comm.Get_rank()} of {comm.Get_size()} has waited "
                 f"{report - start:.0f} s for {meeting.missing()} to build {what}: a compiled "
-                "step is collective, every rank of its communicator must call it",
+                "step is collective, every rank of its communicator must call it (a rank "
+                "whose arguments fit a build it has runs that build without coming here: "
+                "pass arguments of the same types and layouts on every rank)",
                 file=sys.stderr,
                 flush=True,
             )

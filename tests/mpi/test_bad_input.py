@@ -351,6 +351,59 @@ def test_compiled_step_with_a_wrong_field_on_one_rank(comm):
         exchange_one(np.zeros(shape))
 
 
+@pytest.mark.parametrize("when", ["first-call", "later-call"])
+@pytest.mark.parametrize("grid", ["cartesian", "unstructured"])
+def test_compiled_levels_that_differ_between_ranks(comm, grid, when):
+    """The last rank passes fields of 4 levels, the others of 3 (at the build, or after a
+    build all agreed on): messages of other sizes than the receivers expect. Every rank that
+    receives one raises ``RanksDisagreeError`` naming the sender (the MPI waits of the step
+    check each message's size); the others' halos are exact. The next call with agreeing
+    fields gives exact halos everywhere."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    last = comm.size - 1
+    if grid == "cartesian":  # a ring of ranks: the last one's neighbours are last - 1 and 0
+        d = gh.CartesianDecomposition(
+            (12, 10), halo=1, periodic=True, proc_grid=(comm.size, 1), comm=comm
+        )
+        dim, told = None, {0, last - 1, last}
+        made = lambda levels: filled_local(d, (levels,), np.float64)
+        expected = lambda levels: expected_local(d, (levels,), np.float64)
+    else:  # each rank owns one cell and has every other in its halo
+        others = [r for r in range(comm.size) if r != comm.rank]
+        d = gh.UnstructuredDecomposition({"cell": ([comm.rank], others)})
+        dim, told = "cell", set(range(comm.size))
+        owners = np.array([comm.rank, *others], dtype=np.float64)
+        made = lambda levels: (
+            np.where(np.arange(comm.size)[:, None] == 0, owners[:, None], -1.0) * np.ones(levels)
+        )
+        expected = lambda levels: owners[:, None] * np.ones(levels)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step(a):
+        ex.exchange(a, dim=dim)
+
+    if when == "later-call":
+        a = made(3)
+        step(a)
+        np.testing.assert_array_equal(a, expected(3))
+    levels = 4 if comm.rank == last else 3
+    a = made(levels)
+    if comm.rank in told:
+        senders = "|".join(map(str, told - {last} if comm.rank == last else {last}))
+        with pytest.raises(
+            gh.RanksDisagreeError, match=rf"step: halos not valid: a message from rank ({senders})"
+        ):
+            step(a)
+    else:
+        step(a)
+        np.testing.assert_array_equal(a, expected(levels))
+    a = made(3)
+    step(a)
+    np.testing.assert_array_equal(a, expected(3))
+
+
 def test_compiled_step_refuses_fields_that_share_memory(comm):
     """An exchanged argument given twice (to one exchange or to two), or two exchanged
     arguments that share memory: a ``FieldError`` naming them and why (a step's code assumes

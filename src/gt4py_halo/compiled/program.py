@@ -238,6 +238,7 @@ class Program:
         )
         if rec:
             self._last_call.recorded(rec, t)
+        self._last_call.check_messages()
 
     def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
