@@ -89,7 +89,7 @@ def arrive(comm: MPI.Comm, what: str) -> None:
                 f"{report - start:.0f} s for {meeting.missing()} to build {what}: a compiled "
                 "step is collective, every rank of its communicator must call it (a rank "
                 "whose arguments fit a build it has runs that build without coming here: "
-                "pass arguments of the same types and layouts on every rank)",
+                "docs/checks.md says when ranks with alike arguments part so)",
                 file=sys.stderr,
                 flush=True,
             )

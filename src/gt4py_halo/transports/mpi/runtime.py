@@ -399,12 +399,14 @@ class _LongWaits:
     def _run(self) -> None:
         seen: dict[int, tuple[int, float, float]] = {}
         while True:
-            time.sleep(min(1.0, build_once.REPORT_AFTER_S / 2))
-            seen = self._look(seen)
+            period = min(1.0, build_once.REPORT_AFTER_S / 2)
+            time.sleep(period)
+            seen = self._look(seen, period)
 
-    def _look(self, seen: dict[int, tuple[int, float, float]]) -> dict:
+    def _look(self, seen: dict[int, tuple[int, float, float]], period: float) -> dict:
         """Report the waits that lasted; per set waiting now: its wait counter, since when
-        that wait lasts, when it was last reported. (No set outlives the call.)"""
+        that wait lasts (a wait first seen began up to a ``period`` before), when it was
+        last reported. (No set outlives the call.)"""
         now, looked = time.monotonic(), {}
         for ref in list(self._sets):  # (a copy: the main thread appends and removes)
             messages = ref()
@@ -413,9 +415,9 @@ class _LongWaits:
             waits = messages._requests.waits()
             if waits % 2 == 0:
                 continue
-            last, since, reported = seen.get(id(messages), (waits, now, now))
+            last, since, reported = seen.get(id(messages), (waits, now - period, now))
             if last != waits:
-                since = reported = now
+                since, reported = now - period, now
             if now - reported >= build_once.REPORT_AFTER_S:
                 reported = now
                 print(
