@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo.errors import RanksDisagreeError
@@ -100,6 +101,28 @@ def arrive(comm: MPI.Comm, what: str) -> None:
             f"the ranks build different steps ({shown}): a compiled step is collective, "
             "every rank must call the same steps in the same order"
         )
+
+
+def largest(comm: MPI.Comm, values: list[int], what: str) -> list[int]:
+    """Collectively over ``comm``: the largest of the ranks' ``values``, element by element (a
+    call of step ``what`` comparing the builds its ranks name). Waits as MPI's own allreduce
+    does, spinning, but says so on stderr every ``REPORT_AFTER_S`` (a rank that stopped
+    calling the step)."""
+    mine = np.array(values, dtype=np.int64)
+    result = np.empty_like(mine)
+    request = comm.Iallreduce(mine, result, op=MPI.MAX)
+    start = report = time.monotonic()
+    while not request.Test():
+        if time.monotonic() - report >= REPORT_AFTER_S:
+            report = time.monotonic()
+            print(
+                f"gt4py_halo: rank {comm.Get_rank()} of {comm.Get_size()} has waited "
+                f"{report - start:.0f} s for the other ranks to call {what}: a compiled step "
+                "is collective, every rank of its communicator must call it",
+                file=sys.stderr,
+                flush=True,
+            )
+    return result.tolist()
 
 
 _MEETINGS: dict[tuple[int, ...], MPI.Intracomm] = {}  # by the world ranks of their groups

@@ -400,14 +400,15 @@ def test_strides_that_coincide_on_some_ranks_only(comm) -> None:
             np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
 
 
-@pytest.mark.parametrize("layout", ["C", "F", "gt4py"])
 @pytest.mark.parametrize("split", [0, 1], ids=["split-axis-0", "split-axis-1"])
-def test_blocks_one_cell_wide_on_some_ranks(comm, layout, split) -> None:
+def test_blocks_one_cell_wide_on_some_ranks(comm, split) -> None:
     """The last rank's block is one cell wide across the split axis (no halo there): its
     arrays' neighbouring axis has element stride 1 as well (C-ordered split along axis 1,
-    Fortran-ordered along axis 0), the other ranks' not. The step builds with the strides
-    that are 1 on every rank and gives exact halos, and a second call with new arrays runs
-    without a new build."""
+    Fortran-ordered along axis 0), the other ranks' not. Each build takes the strides that
+    are 1 on every rank, and every rank runs the same build: its C arrays also fit the
+    Fortran build (and the reverse), the others' do not (the ranks named different builds
+    and waited for each other before). Calls in C, Fortran, GT4Py's and C order again, new
+    arrays each time: exact halos; an order seen before builds nothing."""
     shape = [7, 7]
     shape[split] = 2 * comm.size - 1  # blocks of 2 cells, the last of 1
     halo = (0, 1) if split == 0 else (1, 0)
@@ -421,36 +422,65 @@ def test_blocks_one_cell_wide_on_some_ranks(comm, layout, split) -> None:
         h = ex.start(b)
         h.finish()
 
-    levels = (3,) if layout == "gt4py" else ()
-    specs = [(levels, np.float64, layout), (levels, np.int32, layout)]
-    for _ in range(2):
+    for layout in ["F", "C", "gt4py", "F", "C"]:
+        levels = (3,) if layout == "gt4py" else ()  # (GT4Py's fields here are I, J, K)
+        specs = [(levels, np.float64, layout), (levels, np.int32, layout)]
         fields = local_fields(d, specs)
         step(*fields)
         assert_exact_halos(d, fields, specs)
-    assert len(step._binaries) == 1
+    assert len(step._binaries) <= 3
 
 
 @pytest.mark.parametrize("layout", ["C", "gt4py"])
 def test_two_decompositions_whose_shapes_coincide_on_some_ranks(comm, layout) -> None:
     """Cells (12, 11) and faces (13, 11) split along axis 0: the first rank's cell and face
-    blocks differ in shape, the others' are equal. One build serves every rank (arrays share
-    size symbols where their shapes are equal on every rank) with exact halos of both."""
+    blocks differ in shape, the others' are equal. A build serves every rank (arrays share
+    size symbols where their shapes are equal on every rank) with exact halos of both; a
+    third argument shaped like the cells, then like the faces, then like the cells again:
+    the ranks whose blocks are equal could run the first build every time, the first rank
+    cannot, and every rank runs the same one."""
     cells = gh.CartesianDecomposition((12, 11), halo=1, proc_grid=(comm.size, 1), comm=comm)
     faces = gh.CartesianDecomposition((13, 11), halo=1, proc_grid=(comm.size, 1), comm=comm)
     on_cells, on_faces = gh.make_exchange(cells), gh.make_exchange(faces)
 
     @gh.program(comm=comm)
-    def step(p, u):
+    def step(p, u, w):
         on_cells.exchange(p)
         on_faces.exchange(u)
+        w[0, 0] = 7.0
 
     specs = [((2,) if layout == "gt4py" else (), np.float64, layout)]
-    for _ in range(2):
+    for like in (cells, faces, cells):
         p, u = local_fields(cells, specs)[0], local_fields(faces, specs)[0]
-        step(p, u)
+        w = np.zeros(like.allocated_shape)
+        step(p, u, w)
         assert_exact_halos(cells, [p], specs)
         assert_exact_halos(faces, [u], specs)
-    assert len(step._binaries) == 1
+        assert w[0, 0] == 7.0
+    assert len(step._binaries) <= 2
+
+
+@pytest.mark.parametrize("min_bytes", [1, None], ids=["in-place", "packed"])
+def test_ranks_passing_arrays_of_other_orders(comm, min_bytes) -> None:
+    """All ranks C-ordered, all Fortran-ordered, then the first rank C-ordered and the others
+    Fortran-ordered: each rank's arrays fit a build of its own order, but ranks running
+    different builds cut runs sent in place differently (they waited for good, silently).
+    The ranks name different builds, meet, and run one that fits all: exact halos."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm, in_place_min_bytes=min_bytes)
+    def step(a, b):
+        ex.exchange(a)
+        h = ex.start(b)
+        h.finish()
+
+    first = comm.rank == 0
+    for orders in (["C", "C"], ["F", "F"], ["C" if first else "F"] * 2, ["C", "C"]):
+        specs = [((4,), np.float64, orders[0]), ((4,), np.float32, orders[1])]
+        fields = local_fields(d, specs)
+        step(*fields)
+        assert_exact_halos(d, fields, specs)
 
 
 @pytest.mark.parametrize("annotations", ["strings", "evaluated"])

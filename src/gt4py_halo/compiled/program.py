@@ -43,7 +43,7 @@ from mpi4py import MPI
 
 from gt4py_halo import profiling, transports
 from gt4py_halo.annotations import HaloValidity, note_written
-from gt4py_halo.build_once import arrive, build_on_root
+from gt4py_halo.build_once import arrive, build_on_root, largest
 from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.arena_lowering import place_attached_segments
 from gt4py_halo.compiled.cache_files import building_in, linked_libraries
@@ -125,9 +125,11 @@ class Program:
             device == "gpu" if pack_in_producers is None else pack_in_producers
         )
         self._in_place_min_bytes = in_place_min_bytes or 0
-        self._builds: dict[tuple, tuple] = {}  # per local pattern (``_local_pattern``)
+        self._built: list[tuple] = []  # the keys of its builds, in order: alike on every rank
         self._binaries: dict[tuple, _Binary] = {}  # per build key
-        self._agreed: list[list] = []  # the layouts of the builds in ``_binaries``
+        self._layouts: dict[tuple, list] = {}  # per build key
+        self._chosen: dict[tuple, tuple] = {}  # per local pattern (``_local_pattern``): a key
+        self._builds: dict[tuple, tuple] = {}  # per local pattern and key: an instance
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
         self._last_call: LastCall | None = None
 
@@ -277,8 +279,10 @@ class Program:
         """The layouts of a build that ``values`` fit, else those of this process's arguments
         alone (no collective: ``to_sdfg`` and ``fusion_report`` show; a build may take
         fewer unit strides and shared shapes, as the arguments of every rank allow)."""
-        fitting = self._fitting_layouts(values)
-        return _layouts_of([_arrays_described(values)]) if fitting is None else fitting
+        fitting = self._fitting(values)
+        return (
+            _layouts_of([_arrays_described(values)]) if fitting is None else self._layouts[fitting]
+        )
 
     def fusion_report(self, *args: Any) -> FusionReport:
         """Which exchange copy maps the pipeline fused for a call with ``args``, by the labels
@@ -291,10 +295,14 @@ class Program:
         the layout symbols it was built with (``_layouts_of``) and the build (its timers:
         profiling on when it was lowered, ``compiled/timers.py``).
 
-        A call that no build of this process fits builds anew, collectively: the layouts of
-        such a build hold for the arguments of every rank; a call that one fits on some ranks
-        only (a rank's arrays alone changed their shape sharing or unit strides) leaves the
-        others reporting that they wait (``build_once.arrive``).
+        Every rank runs the same build. Each rank names the build its arrays call for (the
+        one its arrays took last time, else the first of the step's builds they fit,
+        ``_fits``), and the ranks compare (one allreduce, ``build_once.largest``): what a
+        rank's arrays fit depends on its blocks (a block one cell wide has more strides 1,
+        blocks of two decompositions may be equal on some ranks only), so ranks with alike
+        arguments may name different builds. Where they differ, or none fits, the ranks meet
+        and decide from every rank's arguments (``_meet``). A rank whose arguments do not fit
+        the plan of an exchange makes every rank raise, before anything is posted.
 
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
@@ -304,46 +312,72 @@ class Program:
         an instance sizes its message buffers and persistent requests for the shapes of its
         first call (the arguments' levels may differ between calls of one exchange).
         """
-        instance = self._key(values, _local_pattern(values))
-        if instance in self._builds:  # new arrays like the last ones: checked as at a build
-            _check_exchanged(
-                self._dace_program.argnames, values, self._builds[instance][3].exchanged
-            )
-            return self._builds[instance]
-        layouts = self._fitting_layouts(values)
-        if layouts is not None:  # a build of this process fits them: no collective
-            binary = self._binaries[self._key(values, layouts)]
-            _check_exchanged(self._dace_program.argnames, values, binary.exchanged)
-            compiled = load_precompiled_sdfg(binary.folder)
-        else:
-            arrive(self._comm, repr(self.__name__))
-            layouts = self._agreed_layouts(values)
-            with self._globals():
-                known = step_cache.step_key(
-                    self._dace_program,
-                    self._descriptors(values, layouts),
-                    self._around(values, layouts),
+        pattern = self._key(values, _local_pattern(values))
+        chosen = self._chosen.get(pattern) or self._fitting(values)  # a build's key
+        failure = None
+        if chosen is not None:  # checked as at a build
+            try:
+                _check_exchanged(
+                    self._dace_program.argnames, values, self._binaries[chosen].exchanged
                 )
-            found = self._built_before(values, known)
-            if found is None:
-                compiled, binary, name = self._compile(values, layouts)
-                if known is not None:
-                    step_cache.store(known, _record(known, binary, name))
-            else:
-                compiled, binary = found
-            self._binaries[self._key(values, layouts)] = binary
-            self._agreed.append(layouts)
-        fixed = dict(self._dace_program.__sdfg_closure__())
-        for value in list(fixed.values()):
-            fixed.update(_closure_symbols(value))
-        fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
-        self._builds[instance] = (compiled, fixed, layouts, binary)
-        return self._builds[instance]
+            except FieldError as error:
+                failure = error
+        if self._comm.Get_size() > 1 and self._built:  # (none yet: none on any rank)
+            index = -1 if chosen is None else self._built.index(chosen)
+            named = largest(self._comm, [-index, index, failure is not None], self.__name__)
+            if named[2]:
+                self._raise_on_every_rank(failure)
+            if -named[0] != named[1]:
+                chosen = None
+        elif failure is not None:
+            raise failure
+        compiled = None
+        if chosen is None:
+            chosen, compiled = self._meet(values)
+        self._chosen[pattern] = chosen
+        if (pattern, chosen) not in self._builds:
+            binary = self._binaries[chosen]
+            compiled = compiled or load_precompiled_sdfg(binary.folder)
+            fixed = dict(self._dace_program.__sdfg_closure__())
+            for value in list(fixed.values()):
+                fixed.update(_closure_symbols(value))
+            fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
+            self._builds[pattern, chosen] = (compiled, fixed, self._layouts[chosen], binary)
+        return self._builds[pattern, chosen]
 
-    def _around(self, values: list[Any], layouts: list) -> list:
+    def _meet(self, values: list[Any]) -> tuple[tuple, Any]:
+        """Collectively: the key of the build every rank's arguments fit, made where the step
+        has none (its layouts from every rank's arguments, ``_agreed_layouts``), and the
+        compiled step if it was just built or loaded (else ``None``)."""
+        arrive(self._comm, repr(self.__name__))
+        layouts = self._agreed_layouts(values)
+        key = self._key(values, layouts)
+        if key in self._binaries:
+            failure = None
+            try:
+                _check_exchanged(self._dace_program.argnames, values, self._binaries[key].exchanged)
+            except FieldError as error:
+                failure = error
+            self._raise_on_every_rank(failure)
+            return key, None
+        with self._globals():
+            known = step_cache.step_key(
+                self._dace_program, self._descriptors(values, layouts), self._around(key)
+            )
+        found = self._built_before(values, known)
+        if found is None:
+            compiled, binary, name = self._compile(values, layouts)
+            if known is not None:
+                step_cache.store(known, _record(known, binary, name))
+        else:
+            compiled, binary = found
+        self._binaries[key], self._layouts[key] = binary, layouts
+        self._built.append(key)
+        return key, compiled
+
+    def _around(self, key: tuple) -> list:
         """What a step's build depends on besides its code and closure (``step_cache``)."""
         options = [self._device, self._copy_maps, self._pack_in_producers]
-        key = self._key(values, layouts)
         return [self.__name__, key, *options, self._in_place_min_bytes]
 
     def _built_before(self, values: list[Any], known: step_cache.StepKey | None) -> Any:
@@ -420,14 +454,15 @@ class Program:
             + "; ".join(f"rank {r} failed: {p[0]}: {p[1]}" for r, p in enumerate(problems) if p)
         )
 
-    def _fitting_layouts(self, values: list[Any]) -> list | None:
-        """The layouts of a build of this process that ``values`` fit (the same types, unit
+    def _fitting(self, values: list[Any]) -> tuple | None:
+        """The key of the first build of the step that ``values`` fit (the same types, unit
         strides where the build has the constant 1, equal shapes where it shares size
-        symbols), if any: such a call needs no new build, so no collective."""
+        symbols), if any."""
         local = _arrays_described(values)
-        for layouts in self._agreed:
-            if self._key(values, layouts) in self._binaries and _fits(local, layouts):
-                return layouts
+        for key in self._built:
+            layouts = self._layouts[key]
+            if self._key(values, layouts) == key and _fits(local, layouts):
+                return key
         return None
 
     def _agreed_layouts(self, values: list[Any]) -> list:
