@@ -277,8 +277,6 @@ typedef struct {
     PyObject **buffers; /* per argument: a weak reference to its buffer, or NULL (itself) */
     PyObject **layouts; /* per argument: its buffer's layout then, or NULL */
     void (*step)(void);
-    int (*wrong)(long long *, long long *); /* the step's note of a wrong message, or NULL */
-    PyObject *on_wrong; /* called with the note (rank, got, expected): raises */
 } Again;
 
 static void again_dealloc(Again *self) {
@@ -289,7 +287,6 @@ static void again_dealloc(Again *self) {
     PyMem_Free(self->held);
     PyMem_Free(self->buffers);
     free_layouts(self->layouts, self->count);
-    Py_XDECREF(self->on_wrong);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -321,14 +318,10 @@ static int held_object(PyObject *held, PyObject **obj) {
 }
 
 static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *arguments, *buffers, *address, *wrong = NULL, *on_wrong = NULL;
-    if (!PyArg_ParseTuple(args, "O!O!O!|O!O", &PyTuple_Type, &arguments, &PyTuple_Type,
-                          &buffers, &PyLong_Type, &address, &PyLong_Type, &wrong, &on_wrong))
+    PyObject *arguments, *buffers, *address;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyTuple_Type, &arguments, &PyTuple_Type, &buffers,
+                          &PyLong_Type, &address))
         return NULL;
-    if (wrong != NULL && (on_wrong == NULL || !PyCallable_Check(on_wrong))) {
-        PyErr_SetString(PyExc_TypeError, "gt4py_halo: a note of wrong messages needs on_wrong");
-        return NULL;
-    }
     Py_ssize_t n = PyTuple_GET_SIZE(arguments);
     if (PyTuple_GET_SIZE(buffers) != n) {
         PyErr_SetString(PyExc_ValueError, "gt4py_halo: a buffer per argument");
@@ -352,10 +345,6 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->count = n;
     self->step = (void (*)(void))step;
-    if (wrong != NULL) {
-        self->wrong = (int (*)(long long *, long long *))PyLong_AsVoidPtr(wrong);
-        self->on_wrong = Py_NewRef(on_wrong);
-    }
     PyObject **checked = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)); /* borrowed */
     if (checked == NULL) {
         Py_DECREF(self);
@@ -419,9 +408,6 @@ static PyObject *again_call(Again *self, PyObject *args, PyObject *kwargs) {
         Py_BEGIN_ALLOW_THREADS /* as ctypes does: a step may run long (it waits for messages) */
         self->step();
         Py_END_ALLOW_THREADS
-        long long got, expected;
-        int rank = self->wrong ? self->wrong(&got, &expected) : -1;
-        if (rank >= 0) return PyObject_CallFunction(self->on_wrong, "iLL", rank, got, expected);
     }
     return PyBool_FromLong(found);
 }
@@ -436,11 +422,8 @@ static PyTypeObject AgainType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Again",
     .tp_basicsize = sizeof(Again),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Again(args, buffers, address[, wrong, on_wrong]): called with the same args, "
-              "calls the C function at address (no arguments) and returns True; else returns "
-              "False. After the call, the function at wrong (a step's note of a message not as "
-              "expected: the sender's rank or -1, bytes got and expected) is asked, and "
-              "on_wrong(rank, got, expected) returned if it noted one.",
+    .tp_doc = "Again(args, buffers, address): called with the same args, calls the C function at "
+              "address (no arguments) and returns True; else returns False.",
     .tp_new = again_new,
     .tp_dealloc = (destructor)again_dealloc,
     .tp_call = (ternaryfunc)again_call,

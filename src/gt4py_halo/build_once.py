@@ -105,7 +105,8 @@ def arrive(comm: MPI.Comm, what: str) -> None:
 
 def largest(comm: MPI.Comm, values: list[int], what: str) -> list[int]:
     """Collectively over ``comm``: the largest of the ranks' ``values``, element by element (a
-    call of step ``what`` comparing the builds its ranks name). Waits as MPI's own allreduce
+    call of step ``what`` comparing the builds its ranks name and their fields' digests, as
+    ``[-x, x]``: the smallest and the largest). Waits as MPI's own allreduce
     does, spinning, but says so on stderr every ``REPORT_AFTER_S`` (a rank that stopped
     calling the step)."""
     mine = np.array(values, dtype=np.int64)

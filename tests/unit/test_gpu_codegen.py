@@ -31,7 +31,6 @@ from dace.codegen.exceptions import CompilationError, CompilerConfigurationError
 import gt4py_halo as gh
 from gt4py_halo import transports
 from gt4py_halo.compiled.program import codegen_config
-from gt4py_halo.transports.mpi.environment import WAIT_CHECKED
 
 EXCHANGES = 2
 CUDA_ARCH = "90"  # any architecture nvcc knows: nothing runs
@@ -169,7 +168,7 @@ def test_segment_offsets_are_placed_once_per_instance(generated):
 def test_mpi_stays_on_the_host(generated):
     body, cuda = generated
     assert body.count("MPI_Startall(") == EXCHANGES
-    assert body.count(f"{WAIT_CHECKED}(") == EXCHANGES
+    assert body.count("MPI_Waitall(") == EXCHANGES
     assert not re.search(r"MPI_\w+\(", cuda), "an MPI call in device code"
 
 

@@ -22,7 +22,6 @@ from dace.hooks import _COMPILED_SDFG_CALL_HOOKS as _CALL_HOOKS  # registered in
 
 from gt4py_halo import _native, profiling
 from gt4py_halo.compiled.timers import drain
-from gt4py_halo.errors import RanksDisagreeError
 
 #: The entry points, after DaCe's own (``__program_<step>``), in the step's generated C++.
 AGAIN = """
@@ -66,16 +65,7 @@ class LastCall:
     anew, as it does for one reshaped in place. The check and the call are C
     (``_native.Again``): in Python they cost more than a small exchange."""
 
-    __slots__ = (
-        "_again",
-        "_prepared",
-        "_quick",
-        "_wrong",
-        "compiled",
-        "name",
-        "profiled",
-        "timers",
-    )
+    __slots__ = ("_again", "_prepared", "_quick", "compiled", "name", "profiled", "timers")
 
     def __init__(
         self,
@@ -98,15 +88,7 @@ class LastCall:
         keep(compiled._libhandle, *prepared[0])
         self._again = lib.get_symbol(f"__gh_again_{step}", restype=None)
         address = ctypes.cast(self._again, ctypes.c_void_p).value
-        try:  # the MPI waits' note of a message not as expected (transports/mpi/include)
-            self._wrong = lib.get_symbol("__gh_wrong_message", restype=ctypes.c_int)
-        except KeyError:  # no MPI exchange in the step
-            self._wrong = None
-            self._quick = _native.Again(args, tuple(buffers), address)
-        else:
-            wrong = ctypes.cast(self._wrong, ctypes.c_void_p).value
-            raise_wrong = functools.partial(_raise_wrong, name)
-            self._quick = _native.Again(args, tuple(buffers), address, wrong, raise_wrong)
+        self._quick = _native.Again(args, tuple(buffers), address)
 
     def again(self, args: tuple) -> bool:
         """The call again, if ``args`` are its arguments, no buffer of theirs reshaped, retyped
@@ -128,18 +110,7 @@ class LastCall:
             self._again()
         if rec:
             self.recorded(rec, t)
-        self.check_messages()
         return True
-
-    def check_messages(self) -> None:
-        """After a call not made by ``_native.Again`` (which asks itself): raise if a wait
-        of the step noted a message not as expected."""
-        if self._wrong is None:
-            return
-        got, expected = ctypes.c_longlong(), ctypes.c_longlong()
-        rank = self._wrong(ctypes.byref(got), ctypes.byref(expected))
-        if rank >= 0:
-            _raise_wrong(self.name, rank, got.value, expected.value)
 
     def recorded(self, rec: Any, start: float) -> None:
         """Records the call that began at ``start`` in profile ``rec``, whose end collects
@@ -148,19 +119,3 @@ class LastCall:
         rec.compiled_events[id(self.compiled)] = functools.partial(
             drain, self.compiled, self.timers, self.name
         )
-
-
-def _raise_wrong(step: str, rank: int, got: int, expected: int) -> None:
-    """``RanksDisagreeError`` for the message from ``rank`` that a wait of ``step`` noted:
-    ``got`` bytes (-1: more than expected, truncated) where ``expected`` were (-1: not
-    known, the receive failed)."""
-    if expected < 0:
-        what = "could not be received (an MPI error)"
-    elif got < 0:
-        what = f"was longer than the {expected} bytes this rank's fields need (truncated)"
-    else:
-        what = f"held {got} bytes where this rank's fields need {expected}"
-    raise RanksDisagreeError(
-        f"{step}: halos not valid: a message from rank {rank} {what}: the ranks exchange "
-        "fields of different levels or dtypes in this call"
-    )

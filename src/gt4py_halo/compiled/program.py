@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -240,7 +241,6 @@ class Program:
         )
         if rec:
             self._last_call.recorded(rec, t)
-        self._last_call.check_messages()
 
     def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
@@ -314,21 +314,26 @@ class Program:
         """
         pattern = self._key(values, _local_pattern(values))
         chosen = self._chosen.get(pattern) or self._fitting(values)  # a build's key
-        failure = None
+        failure, kinds = None, []
         if chosen is not None:  # checked as at a build
             try:
-                _check_exchanged(
+                kinds = _check_exchanged(
                     self._dace_program.argnames, values, self._binaries[chosen].exchanged
                 )
             except FieldError as error:
                 failure = error
         if self._comm.Get_size() > 1 and self._built:  # (none yet: none on any rank)
             index = -1 if chosen is None else self._built.index(chosen)
-            named = largest(self._comm, [-index, index, failure is not None], self.__name__)
+            digest = zlib.crc32(repr(kinds).encode())
+            named = largest(
+                self._comm, [-index, index, failure is not None, -digest, digest], self.__name__
+            )
             if named[2]:
                 self._raise_on_every_rank(failure)
             if -named[0] != named[1]:
                 chosen = None
+            elif -named[3] != named[4]:
+                self._check_fields_agree(kinds)
         elif failure is not None:
             raise failure
         compiled = None
@@ -353,12 +358,15 @@ class Program:
         layouts = self._agreed_layouts(values)
         key = self._key(values, layouts)
         if key in self._binaries:
-            failure = None
+            failure, kinds = None, []
             try:
-                _check_exchanged(self._dace_program.argnames, values, self._binaries[key].exchanged)
+                kinds = _check_exchanged(
+                    self._dace_program.argnames, values, self._binaries[key].exchanged
+                )
             except FieldError as error:
                 failure = error
             self._raise_on_every_rank(failure)
+            self._check_fields_agree(kinds)
             return key, None
         with self._globals():
             known = step_cache.step_key(
@@ -394,12 +402,13 @@ class Program:
             {p: new for p, new in zip(known.prefixes, record.renamed) if new is not None},
             [tuple(timer) for timer in record.timers],
         )
-        failure = None
+        failure, kinds = None, []
         try:
-            _check_exchanged(self._dace_program.argnames, values, binary.exchanged)
+            kinds = _check_exchanged(self._dace_program.argnames, values, binary.exchanged)
         except FieldError as error:
             failure = error
         self._raise_on_every_rank(failure)
+        self._check_fields_agree(kinds)
         log.debug("%s: built in an earlier run, loaded from %s", self.__name__, record.folder)
         return load_precompiled_sdfg(record.folder), binary
 
@@ -407,13 +416,15 @@ class Program:
         """Collectively: the step lowered on every rank, compiled on one, loaded on all; with
         what a call needs besides, and the compiled SDFG's name."""
         failure: Exception | None = None
+        kinds = []
         try:
             sdfg, _, exchanged, prefixes, timers, functions = self._lower(values, layouts)
-            _check_exchanged(self._dace_program.argnames, values, exchanged)
+            kinds = _check_exchanged(self._dace_program.argnames, values, exchanged)
         except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
             failure = error
         arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
         self._raise_on_every_rank(failure)
+        self._check_fields_agree(kinds)
         self._check_programs_agree(sdfg, values, layouts)
         # a build folder of this name holds the same step built alike: reused, even from
         # an earlier run
@@ -434,6 +445,27 @@ class Program:
                 ) from error
         folder = os.path.abspath(self._comm.bcast(sdfg.build_folder))
         return compiled, _Binary(folder, exchanged, prefixes, timers), sdfg.name
+
+    def _check_fields_agree(self, kinds: list[tuple[str, str]]) -> None:
+        """Collectively: every rank passes the exchanged arguments with the same dtypes and
+        levels (``kinds``, from ``_check_exchanged``); else a ``RanksDisagreeError`` on every
+        rank names them, before anything is posted (messages of other sizes would be
+        truncated or fill part of a buffer; GHEX would move them, or wait for a pattern one
+        rank alone makes)."""
+        everyone = self._comm.allgather(kinds)
+        if all(other == kinds for other in everyone):
+            return
+        names = dict(kinds)
+        lines = [
+            f"  {name}: "
+            + "; ".join(f"rank {r}: {dict(e).get(name)}" for r, e in enumerate(everyone))
+            for name in names
+            if len({dict(e).get(name) for e in everyone}) > 1
+        ]
+        raise RanksDisagreeError(
+            f"{self.__name__}: ranks exchange arguments of different dtypes or levels, nothing "
+            "was posted:\n" + "\n".join(lines)
+        )
 
     def _raise_on_every_rank(self, failure: Exception | None) -> None:
         """Collectively: if a rank could not lower the step or its arguments do not fit it,
@@ -914,18 +946,22 @@ def _check_kinds(names: list[str], values: list[Any]) -> None:
             )
 
 
-def _check_exchanged(names: list[str], values: list[Any], exchanged: list[Exchanged]) -> None:
+def _check_exchanged(names: list[str], values: list[Any], exchanged: list[Exchanged]) -> list:
     """What the runtime exchange checks of its fields, for the arguments a step exchanges: a
-    ``FieldError`` naming the argument, before anything is posted."""
+    ``FieldError`` naming the argument, before anything is posted. Returns what the ranks
+    must pass alike: per exchanged argument, its name and its dtype and levels in words."""
+    kinds = {}
     for index, plan, _ in exchanged:
-        field_spec(plan, values[index], names[index])
-    positions = sorted({index for index, _, _ in exchanged})
+        spec = field_spec(plan, values[index], names[index])
+        kinds[index] = (names[index], f"{spec.dtype} levels {spec.level_shape}")
+    positions = sorted(kinds)
     check_disjoint(
         [values[i] for i in positions],
         [names[i] for i in positions],
         "a compiled step takes distinct arrays (its code assumes arguments do not alias: "
         "pass one array once)",
     )
+    return [kinds[i] for i in positions]
 
 
 def _first_difference(per_rank: list[list[str]]) -> str | None:

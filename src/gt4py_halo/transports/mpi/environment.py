@@ -10,7 +10,6 @@ header goes to both files and the include directory to every compiler.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 import dace.library
@@ -23,18 +22,13 @@ class MPI:
     cmake_packages: ClassVar = ["MPI"]
     cmake_files: ClassVar = []
     cmake_variables: ClassVar = {}
-    cmake_includes: ClassVar = ["${MPI_CXX_INCLUDE_DIRS}", str(Path(__file__).parent / "include")]
+    cmake_includes: ClassVar = ["${MPI_CXX_INCLUDE_DIRS}"]
     cmake_libraries = DaceMpi.cmake_libraries
     cmake_compile_flags: ClassVar = []
     cmake_link_flags = DaceMpi.cmake_link_flags
 
-    headers: ClassVar = {"frame": ["mpi.h", "gt4py_halo_mpi.hpp"], "cuda": ["mpi.h"]}
+    headers: ClassVar = {"frame": ["mpi.h"], "cuda": ["mpi.h"]}
     state_fields: ClassVar = []
     init_code = DaceMpi.init_code
     finalize_code = DaceMpi.finalize_code
     dependencies: ClassVar = []
-
-
-#: The wait of our MPI tasklets, which notes a received message not of the expected size
-#: (``include/gt4py_halo_mpi.hpp``; read after each call of a step, ``compiled/last_call.py``)
-WAIT_CHECKED = "gt4py_halo_mpi::waitall_checked"

@@ -5,8 +5,7 @@ The arenas, pack, unpack and self-copy maps are the transport-neutral lowering
 
 - **start**: on its first run it creates the persistent requests, per group one each way per
   neighbour rank (``_requests``); then ``MPI_Startall``;
-- **wait**: ``MPI_Waitall``, checking the size of each message received
-  (``environment.WAIT_CHECKED``).
+- **wait**: ``MPI_Waitall``.
 
 On a CPU, a direction whose boxes are a few long contiguous runs of the fields sends each run
 as an MPI message of its own, posted by the start tasklet and waited for by the wait tasklet
@@ -47,7 +46,6 @@ from gt4py_halo.compiled.in_place import MAX_RUNS, posts
 from gt4py_halo.compiled.nodes import HaloExchange
 from gt4py_halo.compiled.shared_functions import TAG_BASE, exchange_constant
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
-from gt4py_halo.transports.mpi.environment import WAIT_CHECKED
 
 
 class _MpiLowering(ArenaLowering):
@@ -98,19 +96,12 @@ if (!__state->{uid}_ready) {{
 }}"""
         fields = [
             f"MPI_Request {uid}_requests[{count}];",
-            f"MPI_Status {uid}_statuses[{count}];",
-            f"long long {uid}_expected[{count}];",  # per request: a receive's bytes, else -1
             f"int {uid}_count = 0;",
             f"int {uid}_ready = 0;",
         ]
         if self.in_place:
             most = MAX_RUNS * sum(len(runs) for runs in self.in_place.values())
-            fields += [
-                f"MPI_Request {uid}_in_place[{most}];",
-                f"MPI_Status {uid}_in_place_statuses[{most}];",
-                f"long long {uid}_in_place_expected[{most}];",
-                f"int {uid}_posted = 0;",
-            ]
+            fields += [f"MPI_Request {uid}_in_place[{most}];", f"int {uid}_posted = 0;"]
         if self.gpu:
             fields += mirror_fields(a.name for a in arenas)
         return HostCode(code, tuple(fields), exit_code)
@@ -162,9 +153,6 @@ if (!__state->{uid}_ready) {{
             "            }",
             "        }",
             "        if (c == 0) continue;  // all in place",
-            "        long long total = 0;",
-            "        for (int q = 0; q < c; ++q) total += lengths[q];",
-            f"        __state->{self.uid}_expected[n] = {'total' if kind == 'Recv' else '-1'};",
             "        if (c == 1) {",
             (
                 f"            MPI_{kind}_init(base + displacements[0], lengths[0], MPI_BYTE, p, {tag},"
@@ -185,16 +173,11 @@ if (!__state->{uid}_ready) {{
         ]
 
     def wait_code(self) -> HostCode:
-        """Wait for the messages, checking the size of each received (``WAIT_CHECKED``)."""
         uid = self.uid
-        code = [
-            f"{WAIT_CHECKED}(__state->{uid}_count, __state->{uid}_requests, "
-            + f"__state->{uid}_statuses, __state->{uid}_expected);"
-        ]
+        code = [f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
         if self.in_place:
             code.append(
-                f"{WAIT_CHECKED}(__state->{uid}_posted, __state->{uid}_in_place, "
-                f"__state->{uid}_in_place_statuses, __state->{uid}_in_place_expected);"
+                f"MPI_Waitall(__state->{uid}_posted, __state->{uid}_in_place, MPI_STATUSES_IGNORE);"
             )
         if self.gpu:  # received messages to the device, on the stream: no host wait
             code += [line for a in self.recvs for line in self._stage(a, to_host=False)]
@@ -227,9 +210,7 @@ if (!__state->{uid}_ready) {{
                     tags = [
                         f"(int)({TAG_BASE} + {nfield + sender * nfield + i})" for i, _ in fields
                     ]
-                    bytes_ = f"run * {size}" if call == "MPI_Irecv" else "-1"
                     post = (
-                        f"__state->{uid}_in_place_expected[posted] = {bytes_}; "
                         f"{call}(base[f] + at * {size}, (int)(run * {size}), MPI_BYTE, "
                         f"peers[{k}], tags[f], comm, &requests[posted++]);"
                     )
