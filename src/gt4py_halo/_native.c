@@ -381,6 +381,17 @@ static int same(Again *self, PyObject *args) {
     if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
     for (Py_ssize_t i = 0; i < self->count; ++i) {
         PyObject *arg = PyTuple_GET_ITEM(args, i), *held, *buffer = arg;
+        if (!PyWeakref_CheckRef(self->held[i])) {
+            /* a scalar, held itself: equal by type and value (the same value is not always
+               the same object: CPython caches small ints, so a rank's recomputed value would
+               be the last call's on some ranks only) */
+            held = self->held[i];
+            if (held == arg) continue;
+            if (Py_TYPE(held) != Py_TYPE(arg)) return 0;
+            int equal = PyObject_RichCompareBool(held, arg, Py_EQ);
+            if (equal != 1) return equal;
+            continue;
+        }
         if (held_object(self->held[i], &held) < 0) return -1;
         if (held != arg) return 0;
         if (self->buffers[i] != NULL) {

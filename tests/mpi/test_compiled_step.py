@@ -459,6 +459,28 @@ def test_two_decompositions_whose_shapes_coincide_on_some_ranks(comm, layout) ->
     assert len(step._binaries) <= 2
 
 
+def test_scalars_equal_to_the_last_call_s_take_the_last_call(comm) -> None:
+    """A scalar argument recomputed before each call, of a value that differs between ranks:
+    CPython keeps one object for small ints (here on rank 0 only), so by identity it was the
+    last call's on some ranks and new on others, and those ranks went on to compare builds
+    with ranks that did not come (a hang). Scalars are compared by type and value: every
+    rank takes the last call again; exact halos."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step(a, b, n):
+        ex.exchange(a)
+        b[0] = n
+
+    a, b = filled_local(d, (), np.float64), np.zeros(1)
+    for _ in range(4):
+        n = int("250") + 10 * comm.rank  # 250 is a cached int, 260 and above are made anew
+        step(a, b, n)
+        np.testing.assert_array_equal(a, expected_local(d, (), np.float64))
+        assert b[0] == n
+
+
 @pytest.mark.parametrize("min_bytes", [1, None], ids=["in-place", "packed"])
 def test_ranks_passing_arrays_of_other_orders(comm, min_bytes) -> None:
     """All ranks C-ordered, all Fortran-ordered, then the first rank C-ordered and the others

@@ -197,7 +197,11 @@ class Program:
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         if kwargs or len(args) != len(self._dace_program.argnames):
-            args = self._positional(args, kwargs)
+            try:
+                args = self._positional(args, kwargs)
+            except ProgramError as error:  # raised on every rank (``_build``)
+                self._call(args, error)
+                return
         if self._placement is not None:
             self._keep_placement_valid(args, [_plain(a) for a in args])
         last = self._last_call
@@ -214,14 +218,14 @@ class Program:
         bound.apply_defaults()
         return bound.args
 
-    def _call(self, args: tuple) -> None:
+    def _call(self, args: tuple, failure: ProgramError | None = None) -> None:
         """A call whose arguments differ from the last call's: they are converted for the
-        compiled step (built first where none fits them) and kept for the next call."""
+        compiled step (built first where none fits them) and kept for the next call;
+        ``failure``: why they do not fit the step's signature (raised on every rank)."""
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         values = [_plain(a) for a in args]
-        _check_kinds(self._dace_program.argnames, values)
-        compiled, fixed, layouts, binary = self._build(values)
+        compiled, fixed, layouts, binary = self._build(values, failure)
         arguments = dict(fixed)
         arguments.update(zip(self._dace_program.argnames, values))
         for value, layout in zip(values, layouts):
@@ -290,7 +294,9 @@ class Program:
         values = [_plain(a) for a in args]
         return self._lower(values, self._layouts_here(values))[1]
 
-    def _build(self, values: list[Any]) -> tuple[Any, dict[str, Any], list, _Binary]:
+    def _build(
+        self, values: list[Any], failure: Exception | None = None
+    ) -> tuple[Any, dict[str, Any], list, _Binary]:
         """The compiled step for arguments like ``values``, its arguments fixed per build,
         the layout symbols it was built with (``_layouts_of``) and the build (its timers:
         profiling on when it was lowered, ``compiled/timers.py``).
@@ -301,8 +307,11 @@ class Program:
         rank's arrays fit depends on its blocks (a block one cell wide has more strides 1,
         blocks of two decompositions may be equal on some ranks only), so ranks with alike
         arguments may name different builds. Where they differ, or none fits, the ranks meet
-        and decide from every rank's arguments (``_meet``). A rank whose arguments do not fit
-        the plan of an exchange makes every rank raise, before anything is posted.
+        and decide from every rank's arguments (``_meet``). A rank whose arguments are of a
+        kind no step takes or do not fit the plan of an exchange, or whose exchanged fields'
+        dtypes or levels differ from the others', makes every rank raise, before anything is
+        posted (at the first call, before any build, it raises alone: the others report that
+        they wait for it).
 
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
@@ -313,15 +322,18 @@ class Program:
         first call (the arguments' levels may differ between calls of one exchange).
         """
         pattern = self._key(values, _local_pattern(values))
-        chosen = self._chosen.get(pattern) or self._fitting(values)  # a build's key
-        failure, kinds = None, []
-        if chosen is not None:  # checked as at a build
-            try:
+        kinds, chosen = [], None
+        try:
+            if failure is not None:
+                raise failure
+            _check_kinds(self._dace_program.argnames, values)
+            chosen = self._chosen.get(pattern) or self._fitting(values)  # a build's key
+            if chosen is not None:  # checked as at a build
                 kinds = _check_exchanged(
                     self._dace_program.argnames, values, self._binaries[chosen].exchanged
                 )
-            except FieldError as error:
-                failure = error
+        except (FieldError, ProgramError) as error:
+            failure = error
         if self._comm.Get_size() > 1 and self._built:  # (none yet: none on any rank)
             index = -1 if chosen is None else self._built.index(chosen)
             digest = zlib.crc32(repr(kinds).encode())
