@@ -372,8 +372,8 @@ def test_compiled_levels_that_differ_between_ranks(comm, grid, backend, when):
         pytest.skip("needs at least two ranks")
     last = comm.size - 1
     if grid == "cartesian":
-        d = gh.CartesianDecomposition(
-            (12, 10), halo=1, periodic=True, proc_grid=(comm.size, 1), comm=comm
+        d = gh.CartesianDecomposition(  # uneven blocks on 2-4 ranks
+            (13, 10), halo=1, periodic=True, proc_grid=(comm.size, 1), comm=comm
         )
         dim = None
         made = lambda levels: filled_local(d, (levels,), np.float64)

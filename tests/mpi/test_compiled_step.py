@@ -484,7 +484,8 @@ def test_scalars_equal_to_the_last_call_s_take_the_last_call(comm) -> None:
 @pytest.mark.parametrize("min_bytes", [1, None], ids=["in-place", "packed"])
 def test_ranks_passing_arrays_of_other_orders(comm, min_bytes) -> None:
     """All ranks C-ordered, all Fortran-ordered, then the first rank C-ordered and the others
-    Fortran-ordered: each rank's arrays fit a build of its own order, but ranks running
+    Fortran-ordered (and GT4Py's default fields against C-ordered ones): each rank's arrays
+    fit a build of its own order, but ranks running
     different builds cut runs sent in place differently (they waited for good, silently).
     The ranks name different builds, meet, and run one that fits all: exact halos."""
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
@@ -497,7 +498,8 @@ def test_ranks_passing_arrays_of_other_orders(comm, min_bytes) -> None:
         h.finish()
 
     first = comm.rank == 0
-    for orders in (["C", "C"], ["F", "F"], ["C" if first else "F"] * 2, ["C", "C"]):
+    mixed = (["C" if first else "F"] * 2, ["gt4py" if first else "C"] * 2)
+    for orders in (["C", "C"], ["F", "F"], *mixed, ["C", "C"]):
         specs = [((4,), np.float64, orders[0]), ((4,), np.float32, orders[1])]
         fields = local_fields(d, specs)
         step(*fields)

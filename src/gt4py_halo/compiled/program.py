@@ -370,15 +370,7 @@ class Program:
         layouts = self._agreed_layouts(values)
         key = self._key(values, layouts)
         if key in self._binaries:
-            failure, kinds = None, []
-            try:
-                kinds = _check_exchanged(
-                    self._dace_program.argnames, values, self._binaries[key].exchanged
-                )
-            except FieldError as error:
-                failure = error
-            self._raise_on_every_rank(failure)
-            self._check_fields_agree(kinds)
+            self._check_exchanged_everywhere(values, self._binaries[key].exchanged)
             return key, None
         with self._globals():
             known = step_cache.step_key(
@@ -414,13 +406,7 @@ class Program:
             {p: new for p, new in zip(known.prefixes, record.renamed) if new is not None},
             [tuple(timer) for timer in record.timers],
         )
-        failure, kinds = None, []
-        try:
-            kinds = _check_exchanged(self._dace_program.argnames, values, binary.exchanged)
-        except FieldError as error:
-            failure = error
-        self._raise_on_every_rank(failure)
-        self._check_fields_agree(kinds)
+        self._check_exchanged_everywhere(values, binary.exchanged)
         log.debug("%s: built in an earlier run, loaded from %s", self.__name__, record.folder)
         return load_precompiled_sdfg(record.folder), binary
 
@@ -457,6 +443,16 @@ class Program:
                 ) from error
         folder = os.path.abspath(self._comm.bcast(sdfg.build_folder))
         return compiled, _Binary(folder, exchanged, prefixes, timers), sdfg.name
+
+    def _check_exchanged_everywhere(self, values: list[Any], exchanged: list[Exchanged]) -> None:
+        """Collectively: ``_check_exchanged`` on every rank, then ``_check_fields_agree``."""
+        failure, kinds = None, []
+        try:
+            kinds = _check_exchanged(self._dace_program.argnames, values, exchanged)
+        except FieldError as error:
+            failure = error
+        self._raise_on_every_rank(failure)
+        self._check_fields_agree(kinds)
 
     def _check_fields_agree(self, kinds: list[tuple[str, str]]) -> None:
         """Collectively: every rank passes the exchanged arguments with the same dtypes and

@@ -220,13 +220,12 @@ class Agreement:
         self._read_notes()
         if now - self._reported >= build_once.REPORT_AFTER_S:  # (a rank that made fewer calls)
             self._reported = now
-            print(
-                f"gt4py_halo: rank {self._comm.Get_rank()} has waited "
-                f"{now - self._waited_since:.0f} s for the messages of exchange call {call} "
-                f"({mine}) from ranks {', '.join(map(str, peers))}: every rank must make the "
-                "same exchange calls, in the same order",
-                file=sys.stderr,
-                flush=True,
+            report_wait(
+                self._comm.Get_rank(),
+                now - self._waited_since,
+                f"exchange call {call}",
+                mine,
+                peers,
             )
 
     def _note(self, call: int, ranks: Iterable[int]) -> None:
@@ -295,6 +294,20 @@ class Agreement:
         self._broken = problem
         _BROKEN.append((self._comm, self._transport))
         return RanksDisagreeError(problem)
+
+
+def report_wait(rank: int, seconds: float, which: str, kind: str, peers: Iterable[int]) -> None:
+    """Say on stderr that ``rank`` has waited ``seconds`` for the messages of an exchange
+    (``which``: "exchange call 3", "an exchange"; its ``kind`` of fields: ``described``) from
+    ``peers``: every transport's
+    report of a long wait."""
+    print(
+        f"gt4py_halo: rank {rank} has waited {seconds:.0f} s for the messages of {which} "
+        f"({kind}) from ranks {', '.join(map(str, sorted(set(peers))))}: every rank "
+        "must make the same exchange calls, in the same order",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def described(dim: str | None, specs: tuple[FieldSpec, ...]) -> str:

@@ -28,7 +28,7 @@ from mpi4py import MPI
 from gt4py_halo import _native, build_once, profiling
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import BackendUnavailableError, RanksDisagreeError
-from gt4py_halo.runtime.agreement import described
+from gt4py_halo.runtime.agreement import described, report_wait
 from gt4py_halo.runtime.in_flight import UNFINISHED
 from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets
 
@@ -126,11 +126,7 @@ class MessageSet:
         # a persistent request holds its communicator: freed with the message set, or the
         # decomposition's communicator is never released
         weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
-        self.awaited = (
-            f"rank {comm.Get_rank()} has waited {{:.0f}} s for the messages of an exchange "
-            f"({described(plan.name, tuple(specs))}) from ranks "
-            f"{', '.join(map(str, sorted(set(self._peers))))}"
-        )
+        self.awaited = (comm.Get_rank(), described(plan.name, tuple(specs)))  # a long wait's
         _LONG_WAITS.watch(self)
 
     def exchange(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
@@ -420,12 +416,8 @@ class _LongWaits:
                 since, reported = now - period, now
             if now - reported >= build_once.REPORT_AFTER_S:
                 reported = now
-                print(
-                    "gt4py_halo: " + messages.awaited.format(now - since) + ": every rank "
-                    "must make the same exchange calls, in the same order",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                rank, kind = messages.awaited
+                report_wait(rank, now - since, "an exchange", kind, messages._peers)
             looked[id(messages)] = (waits, since, reported)
         return looked
 
