@@ -445,16 +445,27 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     """A list (which DaCe would convert into a temporary array that a repeated call reads and
     writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the
     argument, before a build and after one; a new read-only array of a shape built before:
-    a ``FieldError``, nothing written; a bad argument on one rank only: a ``FieldError`` on
-    every rank. The module's globals are not kept by the step."""
+    a ``FieldError``, nothing written; a bad argument or a call that does not fit the step's
+    signature on one rank only, at the first call and after a build: an error on every rank,
+    none waits. The module's globals are not kept by the step."""
     d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
     ex = gh.make_exchange(d)
+    last = comm.rank == comm.size - 1
 
     @gh.program(comm=comm)
     def step(a, c):
         ex.exchange(a)
         a[1, 1] = c
 
+    def one_rank_fails() -> None:
+        if comm.size == 1:
+            return
+        with pytest.raises(gh.FieldError, match=rf"rank {comm.size - 1}: argument c is a None"):
+            step(filled_local(d, (), np.float64), None if last else 5.0)
+        with pytest.raises(gh.ProgramError, match="missing a required argument: 'c'"):
+            step(*[filled_local(d, (), np.float64), 5.0][: 1 if last else 2])
+
+    one_rank_fails()  # at the first call: the ranks raise where they meet for the build
     globals()["_GLOBAL_ARRAY"] = np.ones(3)
     held = weakref.ref(_GLOBAL_ARRAY)  # noqa: F821 - made just above
     for built in (False, True):
@@ -478,17 +489,12 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     with pytest.raises(gh.FieldError, match="read-only"):
         step(field, value)
     np.testing.assert_array_equal(field.asnumpy(), before)
-    if comm.size > 1:  # on one rank only, after a build: every rank raises, none waits
-        last = comm.rank == comm.size - 1
-        with pytest.raises(gh.FieldError, match=rf"rank {comm.size - 1}: argument c is a None"):
-            step(filled_local(d, (), np.float64), None if last else 5.0)
-        with pytest.raises(gh.ProgramError, match="missing a required argument: 'c'"):
-            step(*[filled_local(d, (), np.float64), 5.0][: 1 if last else 2])
-        a = filled_local(d, (), np.float64)
-        step(a, 5.0)  # the calls are in step again
-        expected = expected_local(d, (), np.float64)
-        expected[1, 1] = 5.0
-        np.testing.assert_array_equal(a, expected)
+    one_rank_fails()  # after a build: in the call's build agreement
+    a = filled_local(d, (), np.float64)
+    step(a, 5.0)  # the calls are in step again
+    expected = expected_local(d, (), np.float64)
+    expected[1, 1] = 5.0
+    np.testing.assert_array_equal(a, expected)
     del globals()["_GLOBAL_ARRAY"]
     gc.collect()
     assert held() is None, "the step keeps a global array of its module alive"

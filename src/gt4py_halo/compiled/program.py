@@ -310,8 +310,7 @@ class Program:
         and decide from every rank's arguments (``_meet``). A rank whose arguments are of a
         kind no step takes or do not fit the plan of an exchange, or whose exchanged fields'
         dtypes or levels differ from the others', makes every rank raise, before anything is
-        posted (at the first call, before any build, it raises alone: the others report that
-        they wait for it).
+        posted (at the first call, before any build, where the ranks meet).
 
         Those are the closure arrays (plan data, GT4Py's neighbour tables) and the lengths of
         plan arrays; shapes and strides are read off the arguments at each call, not solved
@@ -346,11 +345,11 @@ class Program:
                 chosen = None
             elif -named[3] != named[4]:
                 self._check_fields_agree(kinds)
-        elif failure is not None:
+        elif failure is not None and self._comm.Get_size() == 1:
             raise failure
         compiled = None
-        if chosen is None:
-            chosen, compiled = self._meet(values)
+        if chosen is None:  # (a failure here is a first call's: raised at the meeting)
+            chosen, compiled = self._meet(values, failure)
         self._chosen[pattern] = chosen
         if (pattern, chosen) not in self._builds:
             binary = self._binaries[chosen]
@@ -362,11 +361,13 @@ class Program:
             self._builds[pattern, chosen] = (compiled, fixed, self._layouts[chosen], binary)
         return self._builds[pattern, chosen]
 
-    def _meet(self, values: list[Any]) -> tuple[tuple, Any]:
+    def _meet(self, values: list[Any], failure: Exception | None = None) -> tuple[tuple, Any]:
         """Collectively: the key of the build every rank's arguments fit, made where the step
         has none (its layouts from every rank's arguments, ``_agreed_layouts``), and the
-        compiled step if it was just built or loaded (else ``None``)."""
+        compiled step if it was just built or loaded (else ``None``); ``failure``: why this
+        rank's arguments do not fit the step (raised on every rank)."""
         arrive(self._comm, repr(self.__name__))
+        self._raise_on_every_rank(failure)
         layouts = self._agreed_layouts(values)
         key = self._key(values, layouts)
         if key in self._binaries:
