@@ -607,7 +607,7 @@ class Program:
                 f"{type(error).__name__}: {error}"
             ) from error
         check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
-        sdfg.simplify()
+        sdfg.simplify(validate=False)  # validated once, before code generation
         return sdfg
 
     def _lower(self, values: list[Any], layouts: list) -> Lowering:
@@ -640,7 +640,7 @@ class Program:
                 self._pack_in_producers,
                 self._in_place_min_bytes,
             )
-            sdfg.simplify()
+            sdfg.simplify(validate=False)  # validated once, before code generation
             report = fuse_exchange_maps(sdfg, lowered.copy_maps)
             report.producers = lowered.producers
             if self._device == "gpu":
@@ -813,7 +813,7 @@ def transform_for_gpu(sdfg: dace.SDFG, host_tasklets: set[str]) -> None:
     buffers.
     """
     isolate_nested_sdfgs(sdfg)  # expansions sharing a state with a stencil: inlined below
-    sdfg.simplify()
+    sdfg.simplify(validate=False)  # validated once, before code generation
     host = (dace.StorageType.CPU_Pinned, dace.StorageType.CPU_Heap)  # chosen, not defaulted
     host_data = [
         name
@@ -842,7 +842,7 @@ def transform_for_gpu(sdfg: dace.SDFG, host_tasklets: set[str]) -> None:
         desc.lifetime = dace.AllocationLifetime.Persistent
     for name in arguments:
         sdfg.arrays[name].transient = False
-    sdfg.simplify()
+    sdfg.simplify(validate=False)  # validated once, before code generation
 
 
 def lower_halo_exchanges(
