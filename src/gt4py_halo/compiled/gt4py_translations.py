@@ -59,6 +59,15 @@ def translated_once() -> Iterator[None]:
 
 
 def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
+    # DaCe's default line info inspects the Python stack at every node a translation adds (the
+    # lines it finds are GT4Py's own); ``inspect`` scans every module for a frame of a script
+    # run by ``runpy`` (``python -m mpi4py script.py``): two thirds more time per translation.
+    # The setting is part of the key (``dace_settings``).
+    with dace.config.set_temporary("compiler", "lineinfo", value="none"):
+        return _translated(self, args, kwargs)
+
+
+def _translated(self: dace_program.Program, args: tuple, kwargs: dict) -> dace.SDFG:
     key, persistent = _key(self, args, kwargs)
     if key is None:
         return _TRANSLATE(self, *args, **kwargs)
