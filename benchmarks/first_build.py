@@ -7,12 +7,14 @@ step's record removed (what a code change in the step itself costs: parse, lower
 generation, gcc). ``--profile FILE`` writes a cProfile of the build (which slows Python-heavy
 parts, sympy most); ``--phases`` prints the wall-clock seconds of the build's phases instead
 (GT4Py's translation, DaCe's parse and simplify, our lowering, code generation, CMake and
-the compiler). Prints the seconds of the first call.
+the compiler). ``--mpi4py`` runs the build as MPI jobs start their scripts, ``python -m mpi4py``
+(``runpy``: Python code that inspects the stack scans every module there). Prints the seconds
+of the first call.
 
 The package is imported from where Python finds it: an earlier commit's ``src`` first on
 ``PYTHONPATH`` builds the same step with that commit's code (the A/B in docs/benchmarks.md).
 
-Run:  python -O benchmarks/first_build.py [--again] [--profile FILE | --phases]
+Run:  python -O benchmarks/first_build.py [--again] [--mpi4py] [--profile FILE | --phases]
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ def main() -> None:
     parser.add_argument("--again", action="store_true")
     parser.add_argument("--profile", default=None)
     parser.add_argument("--phases", action="store_true")
+    parser.add_argument("--mpi4py", action="store_true")
     parser.add_argument("--in-folder", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_folder:
@@ -108,7 +111,8 @@ def main() -> None:
         "GT4PY_BUILD_CACHE_DIR": os.path.join(folder, "gt4py"),
         "OMP_NUM_THREADS": "1",
     }
-    command = [sys.executable, *(["-O"] if not __debug__ else []), __file__]
+    launcher = ["-m", "mpi4py"] if args.mpi4py else []
+    command = [sys.executable, *(["-O"] if not __debug__ else []), *launcher, __file__]
     runs = ["first"] + (["again"] if args.again else [])
     try:
         for n, run in enumerate(runs):
