@@ -3,7 +3,11 @@ of the placement, which the step then compiles; tests/mpi/test_annotations.py ru
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import gt4py.next as gtx
+import numpy as np
 import pytest
 from mpi4py import MPI
 from test_gt4py_translations import example
@@ -306,3 +310,34 @@ def test_writes_through_another_name_and_helpers(programs, ex) -> None:
 
     with pytest.raises(gh.ProgramError, match="helper calls programs with halo annotations"):
         placed(calls_a_helper, ex)
+
+
+def test_dace_errors_name_the_lines_of_the_step_as_written(programs, ex) -> None:
+    """DaCe parses the step as ``exchange=`` rewrote it (exchanges inserted, the code unparsed
+    without its comments): its errors name the file and lines of the step as written, as
+    for the same step without placement."""
+    diffuse, _ = programs
+
+    def opens(u, v, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)
+        # an exchange of v is placed here: the rewritten lines below move
+        diffuse(v, u, i0, i1, j0, j1)
+        with open("x"):  # here
+            pass
+
+    def raises(u, v, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)
+        diffuse(v, u, i0, i1, j0, j1)
+        if i0 > 3:
+            raise ValueError("no")  # here
+
+    fields = [gtx.as_field([I, J], np.zeros((10, 8))) for _ in range(2)]
+    bounds = [np.int32(b) for b in (1, 9, 1, 7)]
+    for function, shown in ((opens, "{file}:{line} "), (raises, "at line {line} ")):
+        lines, first = inspect.getsourcelines(function)
+        line = first + next(n for n, text in enumerate(lines) if text.endswith("# here\n"))
+        expected = shown.format(file=function.__code__.co_filename, line=line)
+        for exchange in (None, ex):
+            step = gh.program(comm=MPI.COMM_SELF, exchange=exchange)(function)
+            with pytest.raises(gh.ProgramError, match=re.escape(expected)):
+                step(*fields, *bounds)

@@ -51,6 +51,7 @@ import copy
 import dataclasses
 import inspect
 import linecache
+import re
 import textwrap
 import types
 from collections.abc import Callable
@@ -121,6 +122,23 @@ class Placement:
     placed: list[PlacedInStep]
     valid_at_entry: dict[int, str | None]
     stale_at_exit: tuple[int, ...]
+    rewritten: str  # the name the rewritten source goes by (DaCe reads it from ``linecache``)
+    source: str  # the file of the step as written
+    lines: tuple[int, ...]  # per line of the rewritten source, its line in ``source``
+
+    def located(self, message: str) -> str:
+        """``message`` (DaCe's, about the rewritten step) with the places it names in the
+        rewritten source (``<name>:<line>``, ``"<name>", line <line>``, or ``at line <line>``
+        alone) given in the step as written: its file and line."""
+
+        def line(match: re.Match) -> str:
+            n = int(match.group(2))
+            return match.group(1).replace(self.rewritten, self.source) + str(
+                self.lines[n - 1] if 0 < n <= len(self.lines) else n
+            )
+
+        name = re.escape(self.rewritten)
+        return re.sub(rf"({name}:|\"{name}\", line |\bat line )(\d+)", line, message)
 
 
 def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
@@ -149,6 +167,7 @@ def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
     filename = (
         f"<{code.co_filename}:{code.co_firstlineno}: {function.__qualname__} with exchanges placed>"
     )
+    lines = _original_lines(tree, text, code.co_firstlineno - 1)
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     namespace = _namespace(function)
     namespace[EXCHANGE_NAME] = exchange
@@ -165,7 +184,34 @@ def place_exchanges(function: Callable[..., None], exchange: Any) -> Placement:
             if p in head & placer.halo_reads.keys()
         },
         tuple(i for i, p in enumerate(params) if p not in after),
+        filename,
+        code.co_filename,
+        lines,
     )
+
+
+def _placed_at(code: str, statement: ast.stmt) -> ast.stmt:
+    """The statement ``code``, at the place of ``statement`` in the step's source (where DaCe
+    reports an error in it)."""
+    placed = ast.parse(code).body[0]
+    for node in ast.walk(placed):
+        if "lineno" in node._attributes:
+            ast.copy_location(node, statement)
+    return placed
+
+
+def _original_lines(tree: ast.Module, text: str, first_line: int) -> tuple[int, ...]:
+    """Per line of ``text`` (``tree`` unparsed), the line of the step's file its statement
+    came from (``tree`` keeps the lines of the step as written, counted from ``first_line``;
+    a placed exchange, that of the statement it was placed before or after: ``_placed_at``)."""
+    lines = [first_line + 1] * len(text.splitlines())
+    for written, unparsed in zip(ast.walk(tree), ast.walk(ast.parse(text))):
+        if type(written) is not type(unparsed):  # (unparsing keeps the tree: never seen)
+            break
+        if isinstance(unparsed, ast.stmt):  # a statement's lines, then those inside it
+            for n in range(unparsed.lineno, (unparsed.end_lineno or unparsed.lineno) + 1):
+                lines[n - 1] = first_line + written.lineno
+    return tuple(lines)
 
 
 def _namespace(function: Callable[..., None]) -> dict[str, Any]:
@@ -332,15 +378,16 @@ class _Placer:
                 # not all written in this block, or a way out of it between the last write
                 # and here (a start never finished): exchanged here, blocking
                 code = f"{EXCHANGE_NAME}.exchange({arguments_code})"
-                placed.append(ast.parse(code).body[0])
+                placed.append(_placed_at(code, statement))
                 started = None
             else:  # started right after the last write, finished here: the work between
                 handle = f"__gt4py_halo_placed_{len(self.placed)}"  # overlaps the messages
                 after = max(writers)
-                start = ast.parse(f"{handle} = {EXCHANGE_NAME}.start({arguments_code})")
-                block.insert(after + 1, start.body[0])
-                block.starts.append((start.body[0], dim, list(fields), len(self.placed)))
-                placed.append(ast.parse(f"{handle}.finish()").body[0])
+                code = f"{handle} = {EXCHANGE_NAME}.start({arguments_code})"
+                start = _placed_at(code, block.out[after])
+                block.insert(after + 1, start)
+                block.starts.append((start, dim, list(fields), len(self.placed)))
+                placed.append(_placed_at(f"{handle}.finish()", statement))
                 started = self._line(block.out[after])
             self.placed.append(
                 PlacedInStep(self._line(statement), program.name, tuple(fields), dim, started)
@@ -367,7 +414,7 @@ class _Placer:
                 started.append(field)
                 keyword = "" if dim is None else f", dim={dim!r}"
                 call = f"{EXCHANGE_NAME}.start({', '.join(started)}{keyword})"
-                start.value = ast.parse(call).body[0].value
+                start.value = _placed_at(call, start).value
                 self.placed[record] = dataclasses.replace(
                     self.placed[record], fields=tuple(started)
                 )

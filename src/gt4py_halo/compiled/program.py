@@ -590,25 +590,30 @@ class Program:
                     warnings.filterwarnings("error", message=message, category=UserWarning)
                 sdfg = self._dace_program.to_sdfg(*descriptors, simplify=False)
         except DaceSyntaxError as error:  # ours (split phase) or the step's own Python
-            raise ProgramError(f"{self.__name__}: {error}") from error
+            raise ProgramError(f"{self.__name__}: {self._located(str(error))}") from error
         except HaloError:
             raise
         except UserWarning as warning:
             raise ProgramError(
-                f"{self.__name__}: cannot be compiled as written: {warning} (a `raise` would be "
-                "dropped and the rest run; a function DaCe cannot parse would run as a Python "
-                "callback inside the step, its exceptions lost). Check conditions in Python "
-                "before calling the step, and call only GT4Py programs, exchanges and code DaCe "
-                "compiles inside it"
+                f"{self.__name__}: cannot be compiled as written: {self._located(str(warning))} "
+                "(a `raise` would be dropped and the rest run; a function DaCe cannot parse "
+                "would run as a Python callback inside the step, its exceptions lost). Check "
+                "conditions in Python before calling the step, and call only GT4Py programs, "
+                "exchanges and code DaCe compiles inside it"
             ) from None
         except Exception as error:  # DaCe's parser on arguments it cannot take
             raise ProgramError(
                 f"{self.__name__}: DaCe cannot parse the step for these arguments: "
-                f"{type(error).__name__}: {error}"
+                f"{type(error).__name__}: {self._located(str(error))}"
             ) from error
         check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
         sdfg.simplify(validate=False)  # validated once, before code generation
         return sdfg
+
+    def _located(self, message: str) -> str:
+        """DaCe's ``message`` about the step, naming places in the step as written (not in
+        the source ``exchange=`` rewrote: ``Placement.located``)."""
+        return message if self._placement is None else self._placement.located(message)
 
     def _lower(self, values: list[Any], layouts: list) -> Lowering:
         """The lowered SDFG for arguments like ``values`` with ``layouts``, what was fused,
