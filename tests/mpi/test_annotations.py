@@ -373,3 +373,58 @@ def test_a_field_given_twice_and_written_through_another_name(diffusion, comm) -
     diffusion.diffusion_step(hu, hw, *bounds)
     for ours, theirs in zip((u, v, w), (hu, hv, hw)):
         np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
+
+
+@pytest.mark.timeout(300)  # a hang fails
+def test_bad_arguments_on_one_rank_of_a_step_with_placed_exchanges(diffusion, comm) -> None:
+    """Before a step with placed exchanges runs, the fields it takes valid at entry are
+    exchanged from Python: only once every rank's arguments are checked, those fields' too
+    (the ranks drifted apart where one rank's arguments were bad: one waited at the build
+    meeting or raised alone, the others exchanged: a hang). A call that does not fit the
+    step's signature, a read-only field, a field of another shape and the same field given
+    twice, on the last rank only, at the first call and after a build: an error on every
+    rank; then an agreeing call is exact."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+
+    @gh.program(comm=comm, exchange=ex)
+    def step(u, v, w, i0, i1, j0, j1):
+        diffuse(u, v, i0, i1, j0, j1)
+        diffuse(v, w, i0, i1, j0, j1)
+
+    expected = fields(diffusion, d)  # exchanges by hand, from Python
+    ex.exchange(expected[0])
+    diffusion.diffusion_step(expected[0], expected[1], *bounds)
+    ex.exchange(expected[1])
+    diffusion.diffusion_step(expected[1], expected[2], *bounds)
+    last = comm.rank == comm.size - 1
+
+    def read_only(u, v, w):
+        if last:
+            u.ndarray.setflags(write=False)
+        return step(u, v, w, *bounds)
+
+    def other_shape(u, v, w):
+        wider = np.zeros((d.allocated_shape[0] + 1, d.allocated_shape[1]))
+        return step(gtx.as_field([I, J], wider) if last else u, v, w, *bounds)
+
+    cases = [
+        (
+            gh.ProgramError,
+            "missing a required argument",
+            lambda u, v, w: step(u, v, w, *bounds[: 3 if last else 4]),
+        ),
+        (gh.FieldError, "read-only", read_only),
+        (gh.FieldError, "share memory", lambda u, v, w: step(u, u if last else v, w, *bounds)),
+        (gh.FieldError, f"rank {comm.size - 1}: ", other_shape),
+    ]
+    for built in (False, True):
+        for error, match, call in cases if comm.size > 1 else []:
+            with pytest.raises(error, match=match):
+                call(*fields(diffusion, d))
+        u, v, w = fields(diffusion, d)
+        step(u, v, w, *bounds)
+        for ours, theirs in zip((u, v, w), expected):
+            np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())

@@ -311,6 +311,32 @@ def test_a_step_keeps_no_argument_alive(kind):
     assert [ref() for ref in gone] == [None, None, None], "a step kept an argument alive"
 
 
+def test_buffers_swapped_between_calls_run_a_kept_call_again():
+    """A model swapping two sets of buffers between calls (``u, v = v, u``) runs each call
+    from the arguments kept by the one two calls before: no conversion after the first two,
+    each call filling its own arrays' halos; a third set takes the slot of the least recently
+    run; the step keeps none of them alive."""
+    import weakref
+
+    import numpy as np
+
+    d, step = exchange_step()
+    converted = []
+    call = step._call
+    step._call = lambda *args: converted.append(id(args[0][0])) or call(*args)
+
+    arrays = [np.zeros(d.allocated_shape) for _ in range(3)]
+    order = [0, 1, 0, 1, 0, 2, 0, 1]  # 2 replaces 1; 1 replaces 2, run before 0 was
+    for n, k in enumerate(order):
+        arrays[k][d.owned] = n + 1
+        step(arrays[k])
+        assert (arrays[k] == n + 1).all()  # periodic: every halo cell from an owned one
+    assert converted == [id(arrays[k]) for k in (0, 1, 2, 1)]
+    gone = [weakref.ref(a) for a in arrays]
+    del arrays
+    assert [ref() for ref in gone] == [None, None, None], "a step kept an argument alive"
+
+
 def test_an_argument_reshaped_in_place_is_checked_again():
     """The last call runs again only for the same objects of the same shapes: an array
     reshaped in place since (the same object, the same memory) is checked as a new argument,

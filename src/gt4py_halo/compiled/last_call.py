@@ -1,11 +1,13 @@
-"""A step called again with its last call's arguments: a model's steady state.
+"""A step called again with the arguments of one of its last two calls: a model's steady
+state, with the same fields at every call or two sets of buffers swapped between calls.
 
 ``Program`` converts a call's arguments for DaCe (``construct_arguments``) only when they
-differ from the last call's. The same ones again cost no
+differ from those of the last two calls. The same ones again cost no
 conversion, and no ctypes conversion either: ctypes turns each argument of a call into a C
 value anew, a cost per argument that a step of many fields pays at every call. So each step's
-library keeps the last converted arguments itself: ``__gh_keep_<step>`` stores them (once per
-new set of arguments), ``__gh_again_<step>``, which takes none, calls the step with them.
+library keeps the converted arguments itself, in ``SLOTS`` slots: ``__gh_keep_<step>`` stores
+them in a slot (once per new set of arguments), ``__gh_again_<step>_<slot>``, which takes
+none, calls the step with them.
 
 Each loaded library has its own copy of what it keeps: DaCe loads a library loaded already
 (another instance of the same build) from a copy of its file, privately (``RTLD_LOCAL``).
@@ -23,19 +25,27 @@ from dace.hooks import _COMPILED_SDFG_CALL_HOOKS as _CALL_HOOKS  # registered in
 from gt4py_halo import _native, profiling
 from gt4py_halo.compiled.timers import drain
 
+#: How many calls' arguments a step keeps: a model passing the same fields at every call
+#: needs one, one swapping two sets of buffers between calls (``u, u_new = u_new, u``) two.
+SLOTS = 2
+
 #: The entry points, after DaCe's own (``__program_<step>``), in the step's generated C++.
 AGAIN = """
 #include <functional>
-// gt4py_halo (compiled/last_call.py): the last call's arguments, to call the step again
+// gt4py_halo (compiled/last_call.py): the last calls' arguments, to call the step again
 DACE_EXPORTED void __program_{name}({name}_state_t *__state{params});
-static std::function<void()> __gh_last_call;
-DACE_EXPORTED void __gh_keep_{name}({name}_state_t *__state{params})
+static std::function<void()> __gh_kept[2];
+DACE_EXPORTED void __gh_keep_{name}(int slot, {name}_state_t *__state{params})
 {{
-    __gh_last_call = [=]() {{ __program_{name}(__state{names}); }};
+    __gh_kept[slot] = [=]() {{ __program_{name}(__state{names}); }};
 }}
-DACE_EXPORTED void __gh_again_{name}()
+DACE_EXPORTED void __gh_again_{name}_0()
 {{
-    __gh_last_call();
+    __gh_kept[0]();
+}}
+DACE_EXPORTED void __gh_again_{name}_1()
+{{
+    __gh_kept[1]();
 }}
 """
 
@@ -58,14 +68,24 @@ def add_again_entry(sdfg: dace.SDFG) -> None:
 
 
 class LastCall:
-    """A step's last call, to run it again at once when the next passes the same objects.
+    """A call of a step, to run it again at once when a later one passes the same objects;
+    its converted arguments are kept in ``slot`` of the step's library.
 
     It holds the arguments weakly where they allow it (arrays, GT4Py fields: a step never
     keeps a user's field alive): once one has died, the next call converts its arguments
     anew, as it does for one reshaped in place. The check and the call are C
     (``_native.Again``): in Python they cost more than a small exchange."""
 
-    __slots__ = ("_again", "_prepared", "_quick", "compiled", "name", "profiled", "timers")
+    __slots__ = (
+        "_again",
+        "_prepared",
+        "_quick",
+        "compiled",
+        "name",
+        "profiled",
+        "slot",
+        "timers",
+    )
 
     def __init__(
         self,
@@ -76,19 +96,24 @@ class LastCall:
         prepared: tuple,
         rec: Any,
         timers: list,
+        slot: int,
     ) -> None:
         """``prepared``: DaCe's arguments for ``compiled`` converted from ``args`` (whose
         arrays are ``buffers``: a GT4Py field's is its ndarray), after a call with them
         (which initialized the library)."""
-        self.name, self.compiled, self.timers = name, compiled, timers
+        self.name, self.compiled, self.timers, self.slot = name, compiled, timers, slot
         self.profiled = rec is not None  # the build with timers, or the one without
         self._prepared = prepared
         lib, step = compiled._lib, compiled._sdfg.name
         keep = lib.get_symbol(f"__gh_keep_{step}", restype=None)
-        keep(compiled._libhandle, *prepared[0])
-        self._again = lib.get_symbol(f"__gh_again_{step}", restype=None)
+        keep(slot, compiled._libhandle, *prepared[0])
+        self._again = lib.get_symbol(f"__gh_again_{step}_{slot}", restype=None)
         address = ctypes.cast(self._again, ctypes.c_void_p).value
         self._quick = _native.Again(args, tuple(buffers), address)
+
+    def same(self, args: tuple) -> bool:
+        """Whether ``again`` would run this call for ``args``."""
+        return (profiling.recorder is not None) is self.profiled and self._quick.same(args)
 
     def again(self, args: tuple) -> bool:
         """The call again, if ``args`` are its arguments, no buffer of theirs reshaped, retyped

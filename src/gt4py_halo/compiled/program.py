@@ -61,7 +61,7 @@ from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.compiled.gt4py_translations import translated_once
 from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.iteration_order import order_maps_by_strides
-from gt4py_halo.compiled.last_call import AGAIN, LastCall, add_again_entry
+from gt4py_halo.compiled.last_call import AGAIN, SLOTS, LastCall, add_again_entry
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.neighbour_tables import NeighbourTable
@@ -132,7 +132,7 @@ class Program:
         self._chosen: dict[tuple, tuple] = {}  # per local pattern (``_local_pattern``): a key
         self._builds: dict[tuple, tuple] = {}  # per local pattern and key: an instance
         self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
-        self._last_call: LastCall | None = None
+        self._last_calls: list[LastCall] = []  # the most recently run first (``SLOTS``)
 
     @functools.cached_property
     def _placement(self) -> Placement | None:
@@ -202,11 +202,20 @@ class Program:
             except ProgramError as error:  # raised on every rank (``_build``)
                 self._call(args, error)
                 return
-        if self._placement is not None:
+        # a model calls its step with the same fields, or swaps two sets between calls
+        calls = self._last_calls
+        if self._placement is not None:  # exchanges from Python first, on arguments checked
+            kept = next((n for n, call in enumerate(calls) if call.same(args)), None)
+            if kept is None:
+                self._call(args)
+                return
             self._keep_placement_valid(args, [_plain(a) for a in args])
-        last = self._last_call
-        if last is None or not last.again(args):  # a model calls its step with the same fields
-            self._call(args)
+        if calls and calls[0].again(args):
+            return
+        if len(calls) > 1 and calls[1].again(args):
+            calls.reverse()
+            return
+        self._call(args)
 
     def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """A call's arguments in the order of the step's parameters, defaults filled in;
@@ -219,13 +228,16 @@ class Program:
         return bound.args
 
     def _call(self, args: tuple, failure: ProgramError | None = None) -> None:
-        """A call whose arguments differ from the last call's: they are converted for the
-        compiled step (built first where none fits them) and kept for the next call;
+        """A call whose arguments differ from those of the last two calls: they are converted
+        for the compiled step (built first where none fits them) and kept for later calls
+        in place of the least recently run (the slot the most recent does not hold);
         ``failure``: why they do not fit the step's signature (raised on every rank)."""
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         values = [_plain(a) for a in args]
         compiled, fixed, layouts, binary = self._build(values, failure)
+        if self._placement is not None:  # (its arguments agreed on every rank: ``_build``)
+            self._keep_placement_valid(args, values)
         arguments = dict(fixed)
         arguments.update(zip(self._dace_program.argnames, values))
         for value, layout in zip(values, layouts):
@@ -240,11 +252,11 @@ class Program:
         # kept by DaCe for Python callbacks, which no step has (``UNCOMPILABLE``): it would
         # keep the arguments alive
         compiled._argument_to_pyobject.clear()
-        self._last_call = LastCall(
-            self.__name__, compiled, args, values, prepared, rec, binary.timers
-        )
+        slot = SLOTS - 1 - self._last_calls[0].slot if self._last_calls else 0
+        last = LastCall(self.__name__, compiled, args, values, prepared, rec, binary.timers, slot)
+        self._last_calls = [last, *self._last_calls[: SLOTS - 1]]
         if rec:
-            self._last_call.recorded(rec, t)
+            last.recorded(rec, t)
 
     def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
@@ -328,9 +340,7 @@ class Program:
             _check_kinds(self._dace_program.argnames, values)
             chosen = self._chosen.get(pattern) or self._fitting(values)  # a build's key
             if chosen is not None:  # checked as at a build
-                kinds = _check_exchanged(
-                    self._dace_program.argnames, values, self._binaries[chosen].exchanged
-                )
+                kinds = self._check_exchanged(values, self._binaries[chosen].exchanged)
         except (FieldError, ProgramError) as error:
             failure = error
         if self._comm.Get_size() > 1 and self._built:  # (none yet: none on any rank)
@@ -418,7 +428,7 @@ class Program:
         kinds = []
         try:
             sdfg, _, exchanged, prefixes, timers, functions = self._lower(values, layouts)
-            kinds = _check_exchanged(self._dace_program.argnames, values, exchanged)
+            kinds = self._check_exchanged(values, exchanged)
         except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
             failure = error
         arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
@@ -445,11 +455,21 @@ class Program:
         folder = os.path.abspath(self._comm.bcast(sdfg.build_folder))
         return compiled, _Binary(folder, exchanged, prefixes, timers), sdfg.name
 
+    def _check_exchanged(self, values: list[Any], exchanged: list[Exchanged]) -> list:
+        """``_check_exchanged`` of the arguments ``exchanged`` inside the step and of those
+        its placed exchanges take valid at entry (exchanged from Python before the step runs,
+        ``_keep_placement_valid``: after this check, on every rank)."""
+        at_entry = []
+        if self._placement is not None:
+            plan = self._exchange.decomposition.plan
+            at_entry = [(i, plan(dim), "") for i, dim in self._placement.valid_at_entry.items()]
+        return _check_exchanged(self._dace_program.argnames, values, [*exchanged, *at_entry])
+
     def _check_exchanged_everywhere(self, values: list[Any], exchanged: list[Exchanged]) -> None:
         """Collectively: ``_check_exchanged`` on every rank, then ``_check_fields_agree``."""
         failure, kinds = None, []
         try:
-            kinds = _check_exchanged(self._dace_program.argnames, values, exchanged)
+            kinds = self._check_exchanged(values, exchanged)
         except FieldError as error:
             failure = error
         self._raise_on_every_rank(failure)
