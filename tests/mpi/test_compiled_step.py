@@ -459,6 +459,29 @@ def test_two_decompositions_whose_shapes_coincide_on_some_ranks(comm, layout) ->
     assert len(step._binaries) <= 2
 
 
+@pytest.mark.parametrize("order", ["C", "gt4py"])
+def test_buffers_swapped_between_calls_fill_exact_halos(comm, order) -> None:
+    """A model swapping two buffers between calls (``x, y = y, x``), a third now and then: the
+    calls run from the arguments kept by one of the last two calls where they can, on every
+    rank alike, and each fills its own arrays' halos exactly (stale again before each call),
+    on uneven blocks, with GT4Py's default fields."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step(a, b):
+        ex.exchange(a, b)
+
+    spec = ((3,), np.float64, order)
+    arrays = local_fields(d, [spec] * 3)
+    for a, b in [(0, 1), (1, 0), (0, 1), (1, 0), (2, 0), (1, 0), (0, 1), (0, 2), (2, 0)]:
+        pair = [arrays[a], arrays[b]]
+        for field in pair:
+            (field.ndarray if order == "gt4py" else field)[...] = filled_local(d, *spec[:2])
+        step(*pair)
+        assert_exact_halos(d, pair, [spec] * 2)
+
+
 def test_scalars_equal_to_the_last_call_s_take_the_last_call(comm) -> None:
     """A scalar argument recomputed before each call, of a value that differs between ranks:
     CPython keeps one object for small ints (here on rank 0 only), so by identity it was the

@@ -311,14 +311,18 @@ def test_a_step_keeps_no_argument_alive(kind):
     assert [ref() for ref in gone] == [None, None, None], "a step kept an argument alive"
 
 
-def test_buffers_swapped_between_calls_run_a_kept_call_again():
+@pytest.mark.parametrize("kind", ["numpy", "gt4py"])
+def test_buffers_swapped_between_calls_run_a_kept_call_again(kind):
     """A model swapping two sets of buffers between calls (``u, v = v, u``) runs each call
     from the arguments kept by the one two calls before: no conversion after the first two,
     each call filling its own arrays' halos; a third set takes the slot of the least recently
-    run; the step keeps none of them alive."""
+    run; the step keeps none of them alive. NumPy arrays and GT4Py's default fields."""
     import weakref
 
+    import gt4py.next as gtx
     import numpy as np
+
+    I, J = gtx.Dimension("I"), gtx.Dimension("J")
 
     d, step = exchange_step()
     converted = []
@@ -326,11 +330,15 @@ def test_buffers_swapped_between_calls_run_a_kept_call_again():
     step._call = lambda *args: converted.append(id(args[0][0])) or call(*args)
 
     arrays = [np.zeros(d.allocated_shape) for _ in range(3)]
+    if kind == "gt4py":
+        arrays = [gtx.as_field([I, J], a) for a in arrays]
     order = [0, 1, 0, 1, 0, 2, 0, 1]  # 2 replaces 1; 1 replaces 2, run before 0 was
     for n, k in enumerate(order):
-        arrays[k][d.owned] = n + 1
+        array = arrays[k] if kind == "numpy" else arrays[k].ndarray
+        array[d.owned] = n + 1
         step(arrays[k])
-        assert (arrays[k] == n + 1).all()  # periodic: every halo cell from an owned one
+        assert (array == n + 1).all()  # periodic: every halo cell from an owned one
+        del array
     assert converted == [id(arrays[k]) for k in (0, 1, 2, 1)]
     gone = [weakref.ref(a) for a in arrays]
     del arrays

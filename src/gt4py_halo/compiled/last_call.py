@@ -29,41 +29,38 @@ from gt4py_halo.compiled.timers import drain
 #: needs one, one swapping two sets of buffers between calls (``u, u_new = u_new, u``) two.
 SLOTS = 2
 
-#: The entry points, after DaCe's own (``__program_<step>``), in the step's generated C++.
-AGAIN = """
+
+def again_code(name: str, params: str, names: str) -> str:
+    """The entry points added after DaCe's own (``__program_<step>``) in the generated C++ of
+    step ``name`` (``params``, ``names``: DaCe's parameters of ``__program_<step>`` after its
+    state, declared and passed, each with a leading comma): ``__gh_keep_<step>(slot, ...)``
+    and one ``__gh_again_<step>_<slot>()`` per slot."""
+    again = "".join(
+        f"DACE_EXPORTED void __gh_again_{name}_{slot}() {{ __gh_kept[{slot}](); }}\n"
+        for slot in range(SLOTS)
+    )
+    return f"""
 #include <functional>
 // gt4py_halo (compiled/last_call.py): the last calls' arguments, to call the step again
 DACE_EXPORTED void __program_{name}({name}_state_t *__state{params});
-static std::function<void()> __gh_kept[2];
+static std::function<void()> __gh_kept[{SLOTS}];
 DACE_EXPORTED void __gh_keep_{name}(int slot, {name}_state_t *__state{params})
 {{
     __gh_kept[slot] = [=]() {{ __program_{name}(__state{names}); }};
 }}
-DACE_EXPORTED void __gh_again_{name}_0()
-{{
-    __gh_kept[0]();
-}}
-DACE_EXPORTED void __gh_again_{name}_1()
-{{
-    __gh_kept[1]();
-}}
-"""
+{again}"""
 
 
 def add_again_entry(sdfg: dace.SDFG) -> None:
-    """Adds ``__gh_keep_<step>`` and ``__gh_again_<step>`` to the lowered ``sdfg``, named as
-    it will be compiled. Their arguments are the ones DaCe declares ``__program_<step>`` with
-    and ``CompiledSDFG`` passes it: those of ``sdfg.arglist()``, in its order (a
-    declaration that differed from DaCe's would not compile)."""
+    """Adds ``again_code`` to the lowered ``sdfg``, named as it will be compiled. Its
+    arguments are the ones DaCe declares ``__program_<step>`` with and ``CompiledSDFG``
+    passes it: those of ``sdfg.arglist()``, in its order (a declaration that differed from
+    DaCe's would not compile)."""
     arglist = sdfg.arglist()
     params = sdfg.signature(arglist=arglist)
     names = sdfg.signature(with_types=False, for_call=True, arglist=arglist)
     sdfg.append_global_code(
-        AGAIN.format(
-            name=sdfg.name,
-            params=f", {params}" if params else "",
-            names=f", {names}" if names else "",
-        )
+        again_code(sdfg.name, f", {params}" if params else "", f", {names}" if names else "")
     )
 
 

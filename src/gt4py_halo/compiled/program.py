@@ -61,7 +61,7 @@ from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.compiled.gt4py_translations import translated_once
 from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.iteration_order import order_maps_by_strides
-from gt4py_halo.compiled.last_call import AGAIN, SLOTS, LastCall, add_again_entry
+from gt4py_halo.compiled.last_call import SLOTS, LastCall, add_again_entry, again_code
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.neighbour_tables import NeighbourTable
@@ -212,9 +212,10 @@ class Program:
             self._keep_placement_valid(args, [_plain(a) for a in args])
         if calls and calls[0].again(args):
             return
-        if len(calls) > 1 and calls[1].again(args):
-            calls.reverse()
-            return
+        for n in range(1, len(calls)):
+            if calls[n].again(args):
+                calls.insert(0, calls.pop(n))  # the most recently run first
+                return
         self._call(args)
 
     def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
@@ -230,7 +231,7 @@ class Program:
     def _call(self, args: tuple, failure: ProgramError | None = None) -> None:
         """A call whose arguments differ from those of the last two calls: they are converted
         for the compiled step (built first where none fits them) and kept for later calls
-        in place of the least recently run (the slot the most recent does not hold);
+        in place of the least recently run (in a slot none of the others holds);
         ``failure``: why they do not fit the step's signature (raised on every rank)."""
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
@@ -252,9 +253,10 @@ class Program:
         # kept by DaCe for Python callbacks, which no step has (``UNCOMPILABLE``): it would
         # keep the arguments alive
         compiled._argument_to_pyobject.clear()
-        slot = SLOTS - 1 - self._last_calls[0].slot if self._last_calls else 0
+        staying = self._last_calls[: SLOTS - 1]
+        slot = min(set(range(SLOTS)) - {call.slot for call in staying})
         last = LastCall(self.__name__, compiled, args, values, prepared, rec, binary.timers, slot)
-        self._last_calls = [last, *self._last_calls[: SLOTS - 1]]
+        self._last_calls = [last, *staying]
         if rec:
             last.recorded(rec, t)
 
@@ -340,7 +342,7 @@ class Program:
             _check_kinds(self._dace_program.argnames, values)
             chosen = self._chosen.get(pattern) or self._fitting(values)  # a build's key
             if chosen is not None:  # checked as at a build
-                kinds = self._check_exchanged(values, self._binaries[chosen].exchanged)
+                kinds = self._check_arguments(values, self._binaries[chosen].exchanged)
         except (FieldError, ProgramError) as error:
             failure = error
         if self._comm.Get_size() > 1 and self._built:  # (none yet: none on any rank)
@@ -428,7 +430,7 @@ class Program:
         kinds = []
         try:
             sdfg, _, exchanged, prefixes, timers, functions = self._lower(values, layouts)
-            kinds = self._check_exchanged(values, exchanged)
+            kinds = self._check_arguments(values, exchanged)
         except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
             failure = error
         arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
@@ -455,7 +457,7 @@ class Program:
         folder = os.path.abspath(self._comm.bcast(sdfg.build_folder))
         return compiled, _Binary(folder, exchanged, prefixes, timers), sdfg.name
 
-    def _check_exchanged(self, values: list[Any], exchanged: list[Exchanged]) -> list:
+    def _check_arguments(self, values: list[Any], exchanged: list[Exchanged]) -> list:
         """``_check_exchanged`` of the arguments ``exchanged`` inside the step and of those
         its placed exchanges take valid at entry (exchanged from Python before the step runs,
         ``_keep_placement_valid``: after this check, on every rank)."""
@@ -469,7 +471,7 @@ class Program:
         """Collectively: ``_check_exchanged`` on every rank, then ``_check_fields_agree``."""
         failure, kinds = None, []
         try:
-            kinds = self._check_exchanged(values, exchanged)
+            kinds = self._check_arguments(values, exchanged)
         except FieldError as error:
             failure = error
         self._raise_on_every_rank(failure)
@@ -752,7 +754,7 @@ def build_digest(sdfg: dace.SDFG) -> str:
             dace.__version__,
             dace.Config.get("compiler"),
             [h.read_bytes().hex() for h in headers],
-            AGAIN,
+            again_code("step", ", int n", ", n"),
             linked_libraries(),
         ],
         sort_keys=True,
