@@ -444,7 +444,8 @@ def test_compiled_step_refuses_fields_that_share_memory(comm):
 def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     """A list (which DaCe would convert into a temporary array that a repeated call reads and
     writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the
-    argument, before a build and after one; a new read-only array of a shape built before:
+    argument, before a build and after one; so is an array with a stride beyond the step's
+    C ``int`` sizes (nothing of it read); a new read-only array of a shape built before:
     a ``FieldError``, nothing written; a bad argument or a call that does not fit the step's
     signature on one rank only, at the first call and after a build: an error on every rank,
     none waits. The module's globals are not kept by the step."""
@@ -472,6 +473,9 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
         for bad in ([5.0], (5.0,), "5", None):
             with pytest.raises(gh.FieldError, match=f"argument c is a {type(bad).__name__}"):
                 step(filled_local(d, (), np.float64), bad)
+        huge = np.lib.stride_tricks.as_strided(np.zeros(1), d.allocated_shape, (2**34, 0))
+        with pytest.raises(gh.FieldError, match="argument a: .* at most 2147483647 elements"):
+            step(huge, 5.0)
         if not built:
             a = filled_local(d, (), np.float64)
             step(a, 5.0)

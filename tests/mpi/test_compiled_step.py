@@ -462,7 +462,7 @@ def test_two_decompositions_whose_shapes_coincide_on_some_ranks(comm, layout) ->
 @pytest.mark.parametrize("order", ["C", "gt4py"])
 def test_buffers_swapped_between_calls_fill_exact_halos(comm, order) -> None:
     """A model swapping two buffers between calls (``x, y = y, x``), a third now and then: the
-    calls run from the arguments kept by one of the last two calls where they can, on every
+    calls run from the arguments kept by one of the last calls where they can, on every
     rank alike, and each fills its own arrays' halos exactly (stale again before each call),
     on uneven blocks, with GT4Py's default fields."""
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)

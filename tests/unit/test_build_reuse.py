@@ -312,16 +312,20 @@ def test_a_step_keeps_no_argument_alive(kind):
 
 
 @pytest.mark.parametrize("kind", ["numpy", "gt4py"])
-def test_buffers_swapped_between_calls_run_a_kept_call_again(kind):
-    """A model swapping two sets of buffers between calls (``u, v = v, u``) runs each call
-    from the arguments kept by the one two calls before: no conversion after the first two,
-    each call filling its own arrays' halos; a third set takes the slot of the least recently
-    run; the step keeps none of them alive. NumPy arrays and GT4Py's default fields."""
+def test_buffers_taking_turns_between_calls_run_a_kept_call_again(kind):
+    """A model swapping two sets of buffers between calls (``u, v = v, u``) or rotating three
+    (time levels) runs each call from the arguments kept by an earlier call: no conversion
+    after the first of each set, each call filling its own arrays' halos; a fourth set takes
+    the slot of the least recently run; the step keeps none of them alive. NumPy arrays and
+    GT4Py's default fields."""
     import weakref
 
     import gt4py.next as gtx
     import numpy as np
 
+    from gt4py_halo.compiled.last_call import SLOTS
+
+    assert SLOTS == 3
     I, J = gtx.Dimension("I"), gtx.Dimension("J")
 
     d, step = exchange_step()
@@ -329,20 +333,71 @@ def test_buffers_swapped_between_calls_run_a_kept_call_again(kind):
     call = step._call
     step._call = lambda *args: converted.append(id(args[0][0])) or call(*args)
 
-    arrays = [np.zeros(d.allocated_shape) for _ in range(3)]
+    arrays = [np.zeros(d.allocated_shape) for _ in range(4)]
     if kind == "gt4py":
         arrays = [gtx.as_field([I, J], a) for a in arrays]
-    order = [0, 1, 0, 1, 0, 2, 0, 1]  # 2 replaces 1; 1 replaces 2, run before 0 was
+    # swapped, rotated; 3 replaces 0 (run least recently), 0 replaces 1, 2 runs kept,
+    # 1 replaces 3
+    order = [0, 1, 0, 1, 2, 0, 1, 2, 3, 0, 2, 1]
     for n, k in enumerate(order):
         array = arrays[k] if kind == "numpy" else arrays[k].ndarray
         array[d.owned] = n + 1
         step(arrays[k])
         assert (array == n + 1).all()  # periodic: every halo cell from an owned one
         del array
-    assert converted == [id(arrays[k]) for k in (0, 1, 2, 1)]
+    assert converted == [id(arrays[k]) for k in (0, 1, 2, 3, 0, 1)]
     gone = [weakref.ref(a) for a in arrays]
     del arrays
-    assert [ref() for ref in gone] == [None, None, None], "a step kept an argument alive"
+    assert [ref() for ref in gone] == [None] * 4, "a step kept an argument alive"
+
+
+def test_new_arguments_are_converted_as_dace_converts_them():
+    """A call with new argument objects is converted for the compiled step without DaCe's
+    ``construct_arguments`` (``last_call.Conversion``), to the same C values: pointers to
+    NumPy arrays, GT4Py's padded buffers and views, numbers of each type a step takes, the shapes and strides of the arrays and the plan data fixed per build."""
+    import ctypes
+
+    import gt4py.next as gtx
+    import numpy as np
+    from mpi4py import MPI
+
+    import gt4py_halo as gh
+
+    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
+    ex = gh.make_exchange(d, backend="mpi")
+    I, J, K = gtx.Dimension("I"), gtx.Dimension("J"), gtx.Dimension("K", gtx.DimensionKind.VERTICAL)
+
+    @gh.program(comm=MPI.COMM_SELF)
+    def step(a, b, c, n, x, m, f, on):
+        ex.exchange(a, b)
+        c[0, 1] = a[1, 1] + b[1, 1, 1] + n + x + m + f
+        if on:
+            c[1, 0] = 1.0
+
+    def arguments():
+        return [
+            np.zeros(d.allocated_shape),
+            gtx.as_field([I, J, K], np.zeros((*d.allocated_shape, 5))),
+            np.zeros((4, 6))[1:, ::2],
+            3,
+            0.5,
+            np.int32(-2),
+            np.float32(1.5),
+            True,
+        ]
+
+    step(*arguments())  # the first call initializes the step (DaCe's conversion)
+    values = [getattr(v, "ndarray", v) for v in arguments()]
+    conversion, _ = step._build(values)
+    ours, ours_init = conversion(values)
+    dace_args, _ = conversion.dace_arguments(values)
+    assert ours_init == ()
+    assert len(ours) == len(dace_args) > len(values)
+    for mine, theirs in zip(ours, dace_args):
+        assert type(mine) is type(theirs)
+        assert mine.value == theirs.value
+    assert sum(isinstance(c, ctypes.c_void_p) for c in ours) >= 3
+    step(*[gtx.as_field([I, J, K], v) if v.ndim == 3 else v for v in values[:2]], *values[2:])
 
 
 def test_an_argument_reshaped_in_place_is_checked_again():

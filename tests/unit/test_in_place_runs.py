@@ -8,12 +8,8 @@ import dace
 import numpy as np
 
 from gt4py_halo.compiled.in_place import box_runs
-from gt4py_halo.compiled.program import (
-    _arrays_described,
-    _element_strides,
-    _layouts_of,
-    _symbolic_descriptor,
-)
+from gt4py_halo.compiled.last_call import element_strides
+from gt4py_halo.compiled.program import _arrays_described, _layouts_of, _symbolic_descriptor
 
 HALO = 3
 
@@ -42,7 +38,7 @@ def face(desc, axis: int):
 
 def symbols(array: np.ndarray) -> dict[str, int]:
     values = {f"__shape0_{k}": n for k, n in enumerate(array.shape)}
-    values.update({f"__strides0_{k}": n for k, n in enumerate(_element_strides(array))})
+    values.update({f"__strides0_{k}": n for k, n in enumerate(element_strides(array))})
     return values
 
 

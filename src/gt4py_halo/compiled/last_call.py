@@ -1,8 +1,9 @@
-"""A step called again with the arguments of one of its last two calls: a model's steady
-state, with the same fields at every call or two sets of buffers swapped between calls.
+"""A step called again with the arguments of one of its last calls: a model's steady
+state, with the same fields at every call, or two or three sets of buffers taking turns
+between calls (swapped; rotated time levels).
 
-``Program`` converts a call's arguments for DaCe (``construct_arguments``) only when they
-differ from those of the last two calls. The same ones again cost no
+``Program`` converts a call's arguments (``Conversion``) only when they differ from those of
+the last ``SLOTS`` calls. The same ones again cost no
 conversion, and no ctypes conversion either: ctypes turns each argument of a call into a C
 value anew, a cost per argument that a step of many fields pays at every call. So each step's
 library keeps the converted arguments itself, in ``SLOTS`` slots: ``__gh_keep_<step>`` stores
@@ -20,14 +21,18 @@ import functools
 from typing import Any
 
 import dace
+from dace.data.ctypes_interop import make_ctypes_argument
+from dace.dtypes import array_interface_ptr
 from dace.hooks import _COMPILED_SDFG_CALL_HOOKS as _CALL_HOOKS  # registered in place
 
 from gt4py_halo import _native, profiling
 from gt4py_halo.compiled.timers import drain
 
 #: How many calls' arguments a step keeps: a model passing the same fields at every call
-#: needs one, one swapping two sets of buffers between calls (``u, u_new = u_new, u``) two.
-SLOTS = 2
+#: needs one, one swapping two sets of buffers between calls (``u, u_new = u_new, u``) two,
+#: one rotating three time levels (``u_old, u, u_new = u, u_new, u_old``: leapfrog, 3rd-order
+#: Adams-Bashforth) three.
+SLOTS = 3
 
 
 def again_code(name: str, params: str, names: str) -> str:
@@ -64,6 +69,116 @@ def add_again_entry(sdfg: dace.SDFG) -> None:
     )
 
 
+class Conversion:
+    """A call's arguments as a build's compiled step takes them (``fast_call``), in the order
+    of its C signature: what DaCe's ``construct_arguments`` makes of the arguments a step
+    takes, without its checks of each argument against its descriptor, made before here.
+    Arrays become pointers to their data, numbers C values of their descriptors' types, and
+    the symbols of the arrays' shapes and strides (``layouts``) the values read off the
+    arrays; what is fixed per build (``fixed``: plan data, neighbour tables and their
+    symbols) is converted once.
+
+    The checks made before: a build is chosen for the types of the arguments
+    (``Program._build``: an array's dtype and rank, a number's type), so each converts to its
+    descriptor's type as DaCe converts it; extents and strides fit the symbols' C ``int``
+    (``program._check_kinds``). The compiled step's first call, which also initializes it,
+    goes through DaCe's conversion.
+    """
+
+    def __init__(self, compiled: Any, fixed: dict[str, Any], names: list[str], layouts: list):
+        """``names``: the step's parameters, in order; ``layouts``: per parameter, the names
+        of its size and stride symbols (``None`` for numbers, and for strides that are the
+        constant 1)."""
+        self.compiled, self._fixed, self._names, self._layouts = compiled, fixed, names, layouts
+        self._symbols: dict[str, Any] = {}
+        descriptors = compiled._typedict
+        sources: dict[str, tuple] = {}  # where each of the step's C parameters comes from
+        for position, (name, layout) in enumerate(zip(names, layouts)):
+            sources[name] = (position, None)
+            for dim, symbol in enumerate(layout[0] if layout else ()):
+                sources.setdefault(symbol, (position, ("shape", dim)))
+            for dim, symbol in enumerate(layout[1] if layout else ()):
+                if symbol is not None:
+                    sources.setdefault(symbol, (position, ("stride", dim)))
+        self._order = []
+        self._direct = not any(name.startswith("__return") for name in compiled._sig)
+        for name in compiled._sig:
+            descriptor = descriptors[name]
+            if name in fixed:
+                converted = make_ctypes_argument(fixed[name], descriptor, name, allow_views=True)
+                self._order.append((converted, None, None, None, None))
+            elif name in sources:
+                position, part = sources[name]
+                if isinstance(descriptor, dace.data.Array):
+                    self._order.append((None, position, part, None, descriptor.storage))
+                else:
+                    self._order.append((None, position, part, descriptor.dtype.as_ctypes(), None))
+            else:  # what DaCe adds that no step has
+                self._direct = False
+
+    def __call__(self, values: list[Any]) -> tuple[tuple, tuple]:
+        """``fast_call``'s arguments for a call with ``values`` (the step's arguments, GT4Py
+        fields as their buffers), checked to fit the build."""
+        if self._direct and self.compiled._initialized:
+            converted, strides = [], {}
+            for fixed, position, part, ctype, storage in self._order:
+                if fixed is not None:
+                    converted.append(fixed)
+                    continue
+                value = values[position]
+                if ctype is None:
+                    converted.append(ctypes.c_void_p(array_interface_ptr(value, storage)))
+                    continue
+                if part is not None:
+                    dim = part[1]
+                    if part[0] == "shape":
+                        value = value.shape[dim]
+                    else:
+                        if position not in strides:
+                            strides[position] = element_strides(value)
+                        value = strides[position][dim]
+                converted.append(ctype(value))
+            return tuple(converted), ()
+        return self.dace_arguments(values)
+
+    def dace_arguments(self, values: list[Any]) -> tuple[tuple, tuple]:
+        """What DaCe's ``construct_arguments`` makes of ``values``: ``fast_call``'s arguments,
+        and those that initialize the compiled step."""
+        arguments = dict(self._fixed)
+        arguments.update(zip(self._names, values))
+        for value, layout in zip(values, self._layouts):
+            if layout is not None:
+                arguments.update(zip(layout[0], value.shape))
+                pairs = zip(layout[1], element_strides(value))
+                arguments.update((name, n) for name, n in pairs if name is not None)
+        # array descriptors carry symbolic strides: views (GT4Py's padded buffers) are fine
+        with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
+            prepared = self.compiled.construct_arguments(**arguments)
+        # kept by DaCe for Python callbacks, which no step has (``UNCOMPILABLE``): it would
+        # keep the arguments alive
+        self.compiled._argument_to_pyobject.clear()
+        return prepared
+
+    def entry_point(self, name: str) -> Any:
+        """The loaded step's C function ``name`` (of ``again_code``), looked up once."""
+        if name not in self._symbols:
+            self._symbols[name] = self.compiled._lib.get_symbol(name, restype=None)
+        return self._symbols[name]
+
+
+def element_strides(value: Any) -> tuple[int, ...]:
+    """The strides of array ``value`` in elements; those of a C-ordered array for an empty
+    one (NumPy gives it strides of 0, and ranks must agree on which strides are 1: a rank with
+    no entries of a dim passes empty fields)."""
+    if value.size == 0:
+        found, inner = [], 1
+        for n in reversed(value.shape):
+            found.insert(0, inner)
+            inner *= max(n, 1)
+        return tuple(found)
+    return tuple(s // value.itemsize for s in value.strides)
+
+
 class LastCall:
     """A call of a step, to run it again at once when a later one passes the same objects;
     its converted arguments are kept in ``slot`` of the step's library.
@@ -87,7 +202,7 @@ class LastCall:
     def __init__(
         self,
         name: str,
-        compiled: Any,
+        conversion: Conversion,
         args: tuple,
         buffers: list,
         prepared: tuple,
@@ -95,16 +210,16 @@ class LastCall:
         timers: list,
         slot: int,
     ) -> None:
-        """``prepared``: DaCe's arguments for ``compiled`` converted from ``args`` (whose
-        arrays are ``buffers``: a GT4Py field's is its ndarray), after a call with them
-        (which initialized the library)."""
+        """``prepared``: the arguments ``conversion`` made of ``args`` for its compiled step
+        (whose arrays are ``buffers``: a GT4Py field's is its ndarray), after a call with
+        them (which initialized the library)."""
+        compiled = conversion.compiled
         self.name, self.compiled, self.timers, self.slot = name, compiled, timers, slot
         self.profiled = rec is not None  # the build with timers, or the one without
         self._prepared = prepared
-        lib, step = compiled._lib, compiled._sdfg.name
-        keep = lib.get_symbol(f"__gh_keep_{step}", restype=None)
-        keep(slot, compiled._libhandle, *prepared[0])
-        self._again = lib.get_symbol(f"__gh_again_{step}_{slot}", restype=None)
+        step = compiled._sdfg.name
+        conversion.entry_point(f"__gh_keep_{step}")(slot, compiled._libhandle, *prepared[0])
+        self._again = conversion.entry_point(f"__gh_again_{step}_{slot}")
         address = ctypes.cast(self._again, ctypes.c_void_p).value
         self._quick = _native.Again(args, tuple(buffers), address)
 

@@ -61,7 +61,14 @@ from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
 from gt4py_halo.compiled.gt4py_translations import translated_once
 from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.iteration_order import order_maps_by_strides
-from gt4py_halo.compiled.last_call import SLOTS, LastCall, add_again_entry, again_code
+from gt4py_halo.compiled.last_call import (
+    SLOTS,
+    Conversion,
+    LastCall,
+    add_again_entry,
+    again_code,
+    element_strides,
+)
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.message_buffers import attach_message_buffers
 from gt4py_halo.compiled.neighbour_tables import NeighbourTable
@@ -229,33 +236,21 @@ class Program:
         return bound.args
 
     def _call(self, args: tuple, failure: ProgramError | None = None) -> None:
-        """A call whose arguments differ from those of the last two calls: they are converted
-        for the compiled step (built first where none fits them) and kept for later calls
+        """A call whose arguments differ from those of the kept calls: they are converted
+        for the compiled step (``Conversion``) (built first where none fits them) and kept for later calls
         in place of the least recently run (in a slot none of the others holds);
         ``failure``: why they do not fit the step's signature (raised on every rank)."""
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         values = [_plain(a) for a in args]
-        compiled, fixed, layouts, binary = self._build(values, failure)
+        conversion, binary = self._build(values, failure)
         if self._placement is not None:  # (its arguments agreed on every rank: ``_build``)
             self._keep_placement_valid(args, values)
-        arguments = dict(fixed)
-        arguments.update(zip(self._dace_program.argnames, values))
-        for value, layout in zip(values, layouts):
-            if layout is not None:  # the symbolic shapes and strides of _symbolic_descriptor
-                arguments.update(zip(layout[0], value.shape))
-                strides = zip(layout[1], _element_strides(value))
-                arguments.update((name, n) for name, n in strides if name is not None)
-        # array descriptors carry symbolic strides: views (GT4Py's padded buffers) are fine
-        with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
-            prepared = compiled.construct_arguments(**arguments)
-        compiled.fast_call(*prepared)
-        # kept by DaCe for Python callbacks, which no step has (``UNCOMPILABLE``): it would
-        # keep the arguments alive
-        compiled._argument_to_pyobject.clear()
+        prepared = conversion(values)
+        conversion.compiled.fast_call(*prepared)
         staying = self._last_calls[: SLOTS - 1]
         slot = min(set(range(SLOTS)) - {call.slot for call in staying})
-        last = LastCall(self.__name__, compiled, args, values, prepared, rec, binary.timers, slot)
+        last = LastCall(self.__name__, conversion, args, values, prepared, rec, binary.timers, slot)
         self._last_calls = [last, *staying]
         if rec:
             last.recorded(rec, t)
@@ -310,10 +305,11 @@ class Program:
 
     def _build(
         self, values: list[Any], failure: Exception | None = None
-    ) -> tuple[Any, dict[str, Any], list, _Binary]:
-        """The compiled step for arguments like ``values``, its arguments fixed per build,
-        the layout symbols it was built with (``_layouts_of``) and the build (its timers:
-        profiling on when it was lowered, ``compiled/timers.py``).
+    ) -> tuple[Conversion, _Binary]:
+        """The compiled step for arguments like ``values``, as it takes a call's arguments
+        (with the arguments fixed per build and the layout symbols it was built with,
+        ``_layouts_of``), and the build (its timers: profiling on when it was lowered,
+        ``compiled/timers.py``).
 
         Every rank runs the same build. Each rank names the build its arrays call for (the
         one its arrays took last time, else the first of the step's builds they fit,
@@ -370,7 +366,9 @@ class Program:
             for value in list(fixed.values()):
                 fixed.update(_closure_symbols(value))
             fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
-            self._builds[pattern, chosen] = (compiled, fixed, self._layouts[chosen], binary)
+            names, layouts = self._dace_program.argnames, self._layouts[chosen]
+            conversion = Conversion(compiled, fixed, names, layouts)
+            self._builds[pattern, chosen] = (conversion, binary)
         return self._builds[pattern, chosen]
 
     def _meet(self, values: list[Any], failure: Exception | None = None) -> tuple[tuple, Any]:
@@ -969,17 +967,28 @@ def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[Exchanged]:
 
 #: What no step takes (DaCe converts some into temporary arrays that a later call would reuse)
 _NOT_ARGUMENTS = (list, tuple, str, bytes, dict, set, type(None))
+#: The largest extent and stride (in elements) of an array a step takes: its shapes and
+#: strides are DaCe symbols, C ``int`` (a larger one would wrap to another array's)
+_LARGEST = 2**31 - 1
 
 
 def _check_kinds(names: list[str], values: list[Any]) -> None:
     """A ``FieldError`` naming an argument of a kind no step takes (containers, strings,
-    ``None``); other kinds are DaCe's to take or refuse."""
+    ``None``) or an array with an extent or a stride beyond the step's sizes (``_LARGEST``);
+    other kinds are DaCe's to take or refuse."""
     for name, value in zip(names, values):
         if isinstance(value, _NOT_ARGUMENTS):
             raise FieldError(
                 f"argument {name} is a {type(value).__name__}: a step takes arrays (NumPy, "
                 "CuPy, GT4Py fields) and numbers"
             )
+        if _is_array(value) and value.ndim:
+            strides = element_strides(value)
+            if max(*value.shape, *map(abs, strides)) > _LARGEST:
+                raise FieldError(
+                    f"argument {name}: shape {tuple(value.shape)}, strides {strides} elements: "
+                    f"a compiled step takes extents and strides of at most {_LARGEST} elements"
+                )
 
 
 def _check_exchanged(names: list[str], values: list[Any], exchanged: list[Exchanged]) -> list:
@@ -1058,25 +1067,12 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__")
 
 
-def _element_strides(value: Any) -> tuple[int, ...]:
-    """The strides of ``value`` in elements; those of a C-ordered array for an empty one
-    (NumPy gives it strides of 0, and ranks must agree on which strides are 1: a rank with
-    no entries of a dim passes empty fields)."""
-    if value.size == 0:
-        strides, inner = [], 1
-        for n in reversed(value.shape):
-            strides.insert(0, inner)
-            inner *= max(n, 1)
-        return tuple(strides)
-    return tuple(s // value.itemsize for s in value.strides)
-
-
 #: Per argument, ``None`` for non-arrays, else its shape and element strides
 Described = list[tuple[tuple[int, ...], tuple[int, ...]] | None]
 
 
 def _arrays_described(values: list[Any]) -> Described:
-    return [(tuple(v.shape), _element_strides(v)) if _is_array(v) else None for v in values]
+    return [(tuple(v.shape), element_strides(v)) if _is_array(v) else None for v in values]
 
 
 def _layouts_of(ranks: list[Described]) -> list[tuple[tuple, tuple] | None]:
