@@ -33,8 +33,9 @@
    last_call.py), run again when the next call passes the same objects whose buffers (a GT4Py
    field's is its ndarray, NumPy's itself) have the same layouts: a model's steady state, where
    the Python checks of that cost more than a small exchange. It holds the arguments weakly
-   where they allow it (a step never keeps a user's field alive), others (scalars) as they
-   are, and buffers weakly only (one that takes no weak reference is not held: its
+   where they allow it (a step never keeps a user's field alive), numbers (scalars) as they
+   are, compared by type and value, a float's sign of zero included (and never a call with
+   an argument of neither kind: holding it would keep it alive), and buffers weakly only (one that takes no weak reference is not held: its
    argument's own layout is checked). A GT4Py field keeps its buffer (a frozen dataclass): a
    field of the held buffer's layout is the field checked then.
 
@@ -273,6 +274,7 @@ static PyTypeObject LayoutType = {
 typedef struct {
     PyObject_HEAD
     Py_ssize_t count;
+    int never;          /* an argument neither a number nor weakly referable: never the same */
     PyObject **held;    /* per argument: a weak reference, or the value itself */
     PyObject **buffers; /* per argument: a weak reference to its buffer, or NULL (itself) */
     PyObject **layouts; /* per argument: its buffer's layout then, or NULL */
@@ -290,14 +292,30 @@ static void again_dealloc(Again *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* A weak reference to `obj`, or `obj` itself where it takes none (a scalar); NULL on error. */
+/* A weak reference to `obj`, or `obj` itself where it takes none and is a number (a
+   scalar); Py_None for an object of neither kind (held, it would be kept alive); NULL on
+   error. */
 static PyObject *hold(PyObject *obj) {
     PyObject *ref = PyWeakref_NewRef(obj, NULL);
     if (ref == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
         PyErr_Clear();
-        ref = Py_NewRef(obj);
+        ref = Py_NewRef(PyNumber_Check(obj) ? obj : Py_None);
     }
     return ref;
+}
+
+/* Whether scalars `a` and `b` of one type are the same value: equal, and of the same bits
+   where a float's equal values differ (0.0 and -0.0 are equal; 1 / x tells them apart).
+   -1 on error. */
+static int same_value(PyObject *a, PyObject *b) {
+    int equal = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (equal != 1 || PyLong_Check(a)) return equal;
+    double x = PyFloat_AsDouble(a), y = PyFloat_AsDouble(b);
+    if (PyErr_Occurred()) { /* no float: no signed zero */
+        PyErr_Clear();
+        return 1;
+    }
+    return memcmp(&x, &y, sizeof x) == 0;
 }
 
 /* The object `held` (from hold) refers to, NULL if it died; borrowed, compared as an address
@@ -354,6 +372,7 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         PyObject *arg = PyTuple_GET_ITEM(arguments, i), *buffer = PyTuple_GET_ITEM(buffers, i);
         checked[i] = arg;
         if ((self->held[i] = hold(arg)) == NULL) break;
+        if (self->held[i] == Py_None && arg != Py_None) self->never = 1;
         if (buffer == arg) continue;
         /* a buffer that takes no weak reference is not held (it would be kept alive): the
            argument's own layout is checked instead */
@@ -378,7 +397,7 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 /* 1 if `args` are the held arguments, alive and their buffers of their layouts then; 0 if
    not; -1 on error. */
 static int same(Again *self, PyObject *args) {
-    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
+    if (self->never || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
     for (Py_ssize_t i = 0; i < self->count; ++i) {
         PyObject *arg = PyTuple_GET_ITEM(args, i), *held, *buffer = arg;
         if (!PyWeakref_CheckRef(self->held[i])) {
@@ -388,7 +407,7 @@ static int same(Again *self, PyObject *args) {
             held = self->held[i];
             if (held == arg) continue;
             if (Py_TYPE(held) != Py_TYPE(arg)) return 0;
-            int equal = PyObject_RichCompareBool(held, arg, Py_EQ);
+            int equal = same_value(held, arg);
             if (equal != 1) return equal;
             continue;
         }

@@ -400,6 +400,70 @@ def test_new_arguments_are_converted_as_dace_converts_them():
     step(*[gtx.as_field([I, J, K], v) if v.ndim == 3 else v for v in values[:2]], *values[2:])
 
 
+def test_scalars_of_a_kept_call_are_compared_by_their_bits():
+    """A kept call runs again for numbers equal in type and value, but 0.0 and -0.0 are
+    equal and not the same value (``1 / x`` tells them apart): a call with the other runs
+    with its own, Python's floats and NumPy's alike. A complex number, which DaCe passes to
+    the compiled step wrongly, is refused."""
+    import numpy as np
+
+    d, _ = exchange_step()
+    from mpi4py import MPI
+
+    import gt4py_halo as gh
+
+    ex = gh.make_exchange(d, backend="mpi")
+
+    @gh.program(comm=MPI.COMM_SELF)
+    def step(a, c, s):
+        ex.exchange(a)
+        c[0] = 1.0 / s
+
+    a, c = np.zeros(d.allocated_shape), np.zeros(1)
+    for zero in (0.0, np.float64(0.0), np.float32(0.0)):
+        for sign in (1, -1, -1, 1):
+            step(a, c, sign * zero)
+            assert c[0] == sign * np.inf
+
+    for number in (complex(1.0, -0.0), np.complex64(1.0)):
+        with pytest.raises(gh.FieldError, match="argument s is a complex number"):
+            step(a, c, number)
+
+
+def test_a_field_that_takes_no_weak_reference_is_not_kept():
+    """An argument that is neither a number nor weakly referable (a field-like object of the
+    user's with an ``ndarray``): a kept call would have to hold it and so keep its array
+    alive, and would not see its buffer made read-only. Such calls are never kept: each is
+    checked, and the array dies with its holder."""
+    import gc
+    import weakref
+
+    import numpy as np
+
+    import gt4py_halo as gh
+
+    class Holder:
+        __slots__ = ("ndarray",)
+
+        def __init__(self, array):
+            self.ndarray = array
+
+    d, step = exchange_step()
+    array = np.zeros(d.allocated_shape)
+    holder = Holder(array)
+    for value in (1.0, 2.0):
+        array[d.owned] = value
+        step(holder)
+        assert (array == value).all()  # periodic: every halo cell from an owned one
+    array.setflags(write=False)
+    with pytest.raises(gh.FieldError, match="read-only"):
+        step(holder)
+    alive = weakref.ref(array)
+    del holder, array
+    gc.collect()
+    assert alive() is None, "a step kept an argument alive"
+
+
 def test_an_argument_reshaped_in_place_is_checked_again():
     """The last call runs again only for the same objects of the same shapes: an array
     reshaped in place since (the same object, the same memory) is checked as a new argument,

@@ -974,13 +974,19 @@ _LARGEST = 2**31 - 1
 
 def _check_kinds(names: list[str], values: list[Any]) -> None:
     """A ``FieldError`` naming an argument of a kind no step takes (containers, strings,
-    ``None``) or an array with an extent or a stride beyond the step's sizes (``_LARGEST``);
-    other kinds are DaCe's to take or refuse."""
+    ``None``, complex numbers: DaCe passes those to the compiled step wrongly) or an array
+    with an extent or a stride beyond the step's sizes (``_LARGEST``); other kinds are DaCe's
+    to take or refuse."""
     for name, value in zip(names, values):
         if isinstance(value, _NOT_ARGUMENTS):
             raise FieldError(
                 f"argument {name} is a {type(value).__name__}: a step takes arrays (NumPy, "
                 "CuPy, GT4Py fields) and numbers"
+            )
+        if isinstance(value, (complex, np.complexfloating)):
+            raise FieldError(
+                f"argument {name} is a complex number, which a compiled step does not take as "
+                "a scalar: pass it in an array of one element"
             )
         if _is_array(value) and value.ndim:
             strides = element_strides(value)
