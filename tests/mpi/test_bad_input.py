@@ -504,6 +504,32 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     assert held() is None, "the step keeps a global array of its module alive"
 
 
+@pytest.mark.timeout(300)  # a hang fails
+def test_compiled_step_on_fewer_ranks_than_it_exchanges_over(comm):
+    """A step made for one rank (``comm=MPI.COMM_SELF``) exchanging over every rank: its
+    checks and agreements would not reach the other ranks (arguments of other levels on
+    another rank filled halos with what was in memory, silently). A ``ProgramError`` on
+    every rank, at the first call, also where an earlier build of the same step over every
+    rank was recorded."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    def make(on):
+        @gh.program(comm=on)
+        def step(a):
+            ex.exchange(a)
+
+        return step
+
+    a = filled_local(d, (2,), np.float64)
+    make(comm)(a)  # over every rank: fine (and recorded, with a persistent cache)
+    np.testing.assert_array_equal(a, expected_local(d, (2,), np.float64))
+    if comm.size > 1:
+        for _ in range(2):
+            with pytest.raises(gh.ProgramError, match="some outside the communicator it runs on"):
+                make(MPI.COMM_SELF)(filled_local(d, (2,), np.float64))
+
+
 @pytest.mark.timeout(120)  # a hang fails
 def test_compiled_step_that_fails_to_build_on_one_rank(comm):
     """A step DaCe cannot parse on the last rank only (a value of its closure differs): that

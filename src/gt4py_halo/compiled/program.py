@@ -52,6 +52,7 @@ from gt4py_halo.compiled.convertible import (
     BY_PREFIX,
     CLOSURE_PREFIX,
     PLANS,
+    CompiledExchangeData,
     canonical_names,
     process_prefix,
     renamed,
@@ -406,11 +407,12 @@ class Program:
     def _built_before(self, values: list[Any], known: step_cache.StepKey | None) -> Any:
         """Collectively: the binary an earlier run built for this step, with what a call
         needs besides, if every rank has its record of the same build; else ``None``."""
+        data = [] if known is None else [BY_PREFIX[prefix] for prefix in known.prefixes]
+        self._check_communicators(data)
         record = None if known is None else step_cache.load(known)
         names = self._comm.allgather(None if record is None else record.sdfg_name)
         if record is None or len(set(names)) > 1:
             return None
-        data = [BY_PREFIX[prefix] for prefix in known.prefixes]
         binary = _Binary(
             record.folder,
             [(i, data[k].plans[plan], known.prefixes[k]) for i, k, plan in record.exchanged],
@@ -585,6 +587,8 @@ class Program:
         exchanges and the neighbour tables of its GT4Py programs only."""
         resolved = getattr(self._dace_program, "resolver", None)
         arrays = {} if resolved is None else resolved.closure_arrays  # callbacks aside
+        prefixes = dict.fromkeys(p for p in map(process_prefix, arrays) if p is not None)
+        self._check_communicators([BY_PREFIX[prefix] for prefix in prefixes])
         theirs = [
             qualname
             for name, (qualname, _, value, _) in arrays.items()
@@ -597,6 +601,28 @@ class Program:
                 "every later call, whatever the name holds by then. Pass the array as an "
                 "argument of the step"
             )
+
+    def _check_communicators(self, exchanged: list[CompiledExchangeData]) -> None:
+        """Raise ``ProgramError`` if the step exchanges over ranks outside its communicator:
+        its checks and agreements are collectives over that communicator, so ranks beyond it
+        could pass other arguments unchecked (messages of other sizes: wrong halos). Every
+        rank sees the same communicators, and so raises alike."""
+        mine = self._comm.Get_group()
+        try:
+            for data in exchanged:
+                theirs = data.decomposition.comm.Get_group()
+                outside = MPI.UNDEFINED in theirs.Translate_ranks(None, mine)
+                size = theirs.Get_size()
+                theirs.Free()
+                if outside:
+                    raise ProgramError(
+                        f"{self.__name__} exchanges over {size} ranks, some outside the "
+                        f"communicator it runs on ({self._comm.Get_size()} rank(s), @gh.program's "
+                        "comm): its checks would not reach them. Make the step with comm= the "
+                        "decomposition's communicator (or one holding it)"
+                    )
+        finally:
+            mine.Free()
 
     def _descriptors(self, values: list[Any], layouts: list) -> list[Any]:
         return [_symbolic_descriptor(v, lay, self._device) for v, lay in zip(values, layouts)]
