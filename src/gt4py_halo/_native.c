@@ -32,7 +32,8 @@
    3. Again(args, buffers, address): a compiled step's last call (gt4py_halo/compiled/
    last_call.py), run again when the next call passes the same objects whose buffers (a GT4Py
    field's is its ndarray, NumPy's itself) have the same layouts: a model's steady state, where
-   the Python checks of that cost more than a small exchange. It holds the arguments weakly
+   the Python checks of that cost more than a small exchange; MessagesUnexpected where the
+   step says its MPI exchanges received messages unlike expected. It holds the arguments weakly
    where they allow it (a step never keeps a user's field alive), numbers (scalars) as they
    are, compared by type and value, a float's sign of zero included (and never a call with
    an argument of neither kind: holding it would keep it alive), and buffers weakly only (one that takes no weak reference is not held: its
@@ -164,6 +165,9 @@ static Py_ssize_t buffer_layout(PyObject *obj, int64_t *words) {
 }
 
 static PyObject *shape_name;
+/* Raised by Again's call when the step's MPI exchanges received messages unlike expected
+   (gt4py_halo/compiled/last_call.py reads the library's note and raises the user's error). */
+static PyObject *MessagesUnexpected;
 
 /* The layout of `obj`: bytes of its buffer layout, else its shape, else NULL (none: a scalar). */
 static PyObject *layout_of(PyObject *obj) {
@@ -278,7 +282,7 @@ typedef struct {
     PyObject **held;    /* per argument: a weak reference, or the value itself */
     PyObject **buffers; /* per argument: a weak reference to its buffer, or NULL (itself) */
     PyObject **layouts; /* per argument: its buffer's layout then, or NULL */
-    void (*step)(void);
+    int (*step)(void); /* nonzero: its MPI exchanges received messages unlike expected */
 } Again;
 
 static void again_dealloc(Again *self) {
@@ -362,7 +366,7 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return PyErr_NoMemory();
     }
     self->count = n;
-    self->step = (void (*)(void))step;
+    self->step = (int (*)(void))step;
     PyObject **checked = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)); /* borrowed */
     if (checked == NULL) {
         Py_DECREF(self);
@@ -435,9 +439,14 @@ static PyObject *again_call(Again *self, PyObject *args, PyObject *kwargs) {
     int found = same(self, arguments);
     if (found < 0) return NULL;
     if (found) {
+        int unexpected;
         Py_BEGIN_ALLOW_THREADS /* as ctypes does: a step may run long (it waits for messages) */
-        self->step();
+        unexpected = self->step();
         Py_END_ALLOW_THREADS
+        if (unexpected) {
+            PyErr_SetNone(MessagesUnexpected);
+            return NULL;
+        }
     }
     return PyBool_FromLong(found);
 }
@@ -801,9 +810,13 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (shape_name == NULL || PyType_Ready(&LayoutType) < 0 || PyType_Ready(&AgainType) < 0 ||
         PyType_Ready(&PersistentType) < 0)
         return NULL;
+    MessagesUnexpected =
+        PyErr_NewException("gt4py_halo._native.MessagesUnexpected", NULL, NULL);
+    if (MessagesUnexpected == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0 ||
+    if (PyModule_AddObjectRef(m, "MessagesUnexpected", MessagesUnexpected) < 0 ||
+        PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0 ||
         PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0 ||
         PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0) {
         Py_DECREF(m);

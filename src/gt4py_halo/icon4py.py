@@ -101,7 +101,9 @@ class Exchange(definitions.ExchangeRuntime):
         exchanged = [self._local_part(f, position, dim, size) for position, f in enumerate(fields)]
         if not isinstance(as_array(fields[0], 0), np.ndarray):
             _synchronize(stream)
-        return Result(self.exchange_runtime.start(*exchanged, dim=name), fields)
+        handle = self.exchange_runtime.start(*exchanged, dim=name)
+        handle.hold(fields)  # the views exchanged hold no reference to them
+        return Result(handle, fields)
 
     def _local_part(self, field: Any, position: int, dim: gtx.Dimension, size: int) -> Any:
         """``field`` itself, or the view of its first ``size`` entries (nproma padding):

@@ -145,11 +145,30 @@ def test_proc_grid_that_does_not_match_the_communicator(comm):
         {"global_shape": (8, 8), "halo": (1, 1, 1)},
         {"global_shape": (8, 8), "halo": ((1, 2, 3), 1)},
         {"global_shape": (8, 8), "halo": 1, "periodic": (True,)},
+        {"global_shape": (8, 8), "halo": None},
+        {"global_shape": (8, 8), "halo": 1.5},
+        {"global_shape": (8, 8), "halo": np.array(1)},
+        {"global_shape": (8, 8), "halo": {0: 1, 1: 2}},
+        {"global_shape": (8, 8), "halo": (1, [1])},
+        {"global_shape": (8, 8), "halo": 1, "periodic": None},
+        {"global_shape": {8: 0, 9: 0}, "halo": 1},
     ],
 )
-def test_malformed_cartesian_arguments(kwargs):
+def test_malformed_cartesian_arguments(comm, kwargs):
+    """A ``DecompositionError`` on every rank, also where one rank alone passes the bad
+    argument (a ``TypeError`` there, the others waited in a collective; a dict's keys were
+    taken for its entries)."""
     with pytest.raises(gh.DecompositionError):
         gh.CartesianDecomposition(**kwargs)
+    good = {"global_shape": (8, 8), "halo": 1}
+    with pytest.raises(gh.DecompositionError, match=f"rank {comm.size - 1}: "):
+        gh.CartesianDecomposition(**(kwargs if comm.rank == comm.size - 1 else good))
+
+
+def test_numpy_bools_are_bools(comm):
+    d = gh.CartesianDecomposition((8, 6), halo=1, periodic=np.array([True, False]))
+    assert d.periodic == (True, False)
+    assert gh.CartesianDecomposition((8, 6), halo=1, periodic=np.True_).periodic == (True, True)
 
 
 def test_gid_owned_by_two_ranks(comm):
@@ -502,6 +521,40 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     del globals()["_GLOBAL_ARRAY"]
     gc.collect()
     assert held() is None, "the step keeps a global array of its module alive"
+
+
+@pytest.mark.timeout(120)  # a hang fails
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_a_call_refused_on_one_rank_is_no_call(comm, backend):
+    """A call refused by a rank's own check (a field of another shape on the last rank, the
+    error caught there) is no call of the exchange: the ranks go on counting calls alike
+    (with GHEX's agreement the next new kind of fields raised on every rank, and the
+    exchange was broken for good), and ``dim=None`` is the one dim of a decomposition by
+    its name too (they counted as different exchanges). Exact halos throughout."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend=backend)
+    u, z = filled_local(d, (), np.float64), filled_local(d, (2,), np.float32)
+    ex.exchange(u)
+    if comm.rank == comm.size - 1:
+        with pytest.raises(gh.FieldError):
+            ex.exchange(np.zeros((1, 1)))
+    ex.exchange(u)
+    ex.exchange(z)
+    np.testing.assert_array_equal(u, expected_local(d, (), np.float64))
+    np.testing.assert_array_equal(z, expected_local(d, (2,), np.float32))
+
+    r, n = comm.rank, comm.size
+    if n == 1:
+        return  # (the halo cell below would be the rank's own)
+    cells = gh.UnstructuredDecomposition(
+        {"cell": (np.arange(4 * r, 4 * r + 4), [(4 * r + 4) % (4 * n)])}
+    )
+    ex = gh.make_exchange(cells, backend=backend)
+    for turn in range(3):
+        a = np.arange(4 * r, 4 * r + 5, dtype=np.float64)
+        a[4] = -1
+        ex.exchange(a, dim=None if (r + turn) % 2 else "cell")
+        assert a[4] == (4 * r + 4) % (4 * n)
 
 
 @pytest.mark.timeout(300)  # a hang fails

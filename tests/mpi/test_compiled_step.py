@@ -482,6 +482,36 @@ def test_buffers_swapped_between_calls_fill_exact_halos(comm, order) -> None:
         assert_exact_halos(d, pair, [spec] * 2)
 
 
+@pytest.mark.parametrize("order", ["C", "gt4py"])
+def test_ranks_out_of_step_between_kept_calls_raise(comm, order) -> None:
+    """Two kept calls with fields of other levels, and the first rank one call out of step
+    with the others: every rank goes straight to the binary, no agreement between them, and
+    the messages are of other sizes (they filled halos with wrong values, silently). Each rank
+    that receives such a message raises (here every rank: all are neighbours of the first);
+    back in step, exact halos again. Uneven blocks, GT4Py's default fields."""
+    if comm.size == 1:
+        pytest.skip("ranks out of step need two")
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def step(a):
+        ex.exchange(a)
+
+    specs = [((4,), np.float64, order), ((2,), np.float64, order)]
+    fields = local_fields(d, specs)
+    for field, spec in zip(fields, specs):  # both kept
+        step(field)
+        assert_exact_halos(d, [field], [spec])
+    mine = 0 if comm.rank == 0 else 1
+    with pytest.raises(gh.RanksDisagreeError, match="received .* unlike expected"):
+        step(fields[mine])
+    for k in (1, 0):
+        (fields[k].ndarray if order == "gt4py" else fields[k])[...] = filled_local(d, *specs[k][:2])
+        step(fields[k])
+        assert_exact_halos(d, [fields[k]], [specs[k]])
+
+
 def test_scalars_equal_to_the_last_call_s_take_the_last_call(comm) -> None:
     """A scalar argument recomputed before each call, of a value that differs between ranks:
     CPython keeps one object for small ints (here on rank 0 only), so by identity it was the

@@ -179,6 +179,33 @@ def test_padded_arrays_changed_in_place_are_checked_again(runtime, info):
     np.testing.assert_array_equal(padded, before)
 
 
+def test_a_padded_array_in_flight_outlives_its_result(runtime, info):
+    """ICON4Py drops the result of a started exchange, and the padded array: the exchange in
+    flight (of a view that holds no reference to the array) keeps the array alive until it
+    is finished, here as at exit (it wrote the halos into freed memory: a crash). Then the
+    array is freed."""
+    import gc
+    import weakref
+
+    from gt4py_halo.runtime import in_flight
+
+    dim = dims.CellDim
+    gids = info.global_index(dim)
+    padded = before_exchange(info, dim, 400, np.float64, len(gids) + PADDING)
+    alive = weakref.ref(padded)
+    result = runtime.start(dim, padded)
+    del result, padded
+    gc.collect()
+    padded = alive()
+    assert padded is not None, "an exchange in flight lost its array"
+    for pending in list(in_flight.UNFINISHED):  # what the interpreter's exit does
+        pending.wait()
+    np.testing.assert_array_equal(padded[: len(gids)], values(gids, 400, np.float64))
+    del padded
+    gc.collect()
+    assert alive() is None, "a finished exchange kept its array alive"
+
+
 def test_nothing_to_exchange_and_a_ready_exchange_is_finished(runtime, info):
     """No fields: nothing to do (as ICON4Py's runtimes). ``is_ready()`` true: the exchange
     has finished, its halos written (ICON4Py's meaning), with every transport."""

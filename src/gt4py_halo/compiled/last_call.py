@@ -27,6 +27,7 @@ from dace.hooks import _COMPILED_SDFG_CALL_HOOKS as _CALL_HOOKS  # registered in
 
 from gt4py_halo import _native, profiling
 from gt4py_halo.compiled.timers import drain
+from gt4py_halo.errors import RanksDisagreeError
 
 #: How many calls' arguments a step keeps: a model passing the same fields at every call
 #: needs one, one swapping two sets of buffers between calls (``u, u_new = u_new, u``) two,
@@ -39,14 +40,20 @@ def again_code(name: str, params: str, names: str) -> str:
     """The entry points added after DaCe's own (``__program_<step>``) in the generated C++ of
     step ``name`` (``params``, ``names``: DaCe's parameters of ``__program_<step>`` after its
     state, declared and passed, each with a leading comma): ``__gh_keep_<step>(slot, ...)``
-    and one ``__gh_again_<step>_<slot>()`` per slot."""
+    and one ``__gh_again_<step>_<slot>()`` per slot, which returns how many messages its MPI
+    exchanges received unlike expected (``Conversion.check_messages``)."""
     again = "".join(
-        f"DACE_EXPORTED void __gh_again_{name}_{slot}() {{ __gh_kept[{slot}](); }}\n"
+        f"DACE_EXPORTED int __gh_again_{name}_{slot}() {{ __gh_kept[{slot}](); return GH_UNEXPECTED; }}\n"
         for slot in range(SLOTS)
     )
     return f"""
 #include <functional>
 // gt4py_halo (compiled/last_call.py): the last calls' arguments, to call the step again
+#ifdef GT4PY_HALO_MPI_CHECKS
+#define GH_UNEXPECTED (gt4py_halo_mpi::unexpected().count != 0)
+#else
+#define GH_UNEXPECTED 0
+#endif
 DACE_EXPORTED void __program_{name}({name}_state_t *__state{params});
 static std::function<void()> __gh_kept[{SLOTS}];
 DACE_EXPORTED void __gh_keep_{name}(int slot, {name}_state_t *__state{params})
@@ -159,11 +166,37 @@ class Conversion:
         self.compiled._argument_to_pyobject.clear()
         return prepared
 
-    def entry_point(self, name: str) -> Any:
-        """The loaded step's C function ``name`` (of ``again_code``), looked up once."""
+    def entry_point(self, name: str, restype: Any = None) -> Any:
+        """The loaded step's C function ``name`` (of ``again_code``, or of the MPI
+        transport's header), looked up once; ``None`` where the library has none."""
         if name not in self._symbols:
-            self._symbols[name] = self.compiled._lib.get_symbol(name, restype=None)
+            try:
+                self._symbols[name] = self.compiled._lib.get_symbol(name, restype=restype)
+            except KeyError:
+                self._symbols[name] = None
         return self._symbols[name]
+
+    def check_messages(self, step: str) -> None:
+        """After a call of ``step``: ``RanksDisagreeError`` if its MPI exchanges received a
+        message of another size than expected (``transports/mpi/include/gt4py_halo_mpi.hpp``):
+        the ranks passed fields of other levels or dtypes to one of its exchanges, so its
+        halos are not valid. Raised on the ranks that received such a message."""
+        take = self.entry_point("gt4py_halo_mpi_unexpected", ctypes.c_long)
+        note = (ctypes.c_long * 4)()
+        if take is None or not take(note):
+            return
+        count, source, got, expected = note
+        if source < 0:
+            what = f"MPI_Waitall failed (error {got})"
+        else:
+            size = f"more than {expected}" if got < 0 else f"{got}"
+            what = f"a message of {size} bytes from rank {source}, {expected} expected"
+        raise RanksDisagreeError(
+            f"step {step!r} received {count} message(s) unlike expected, the first {what} "
+            "(ranks of the exchange's decomposition): the ranks passed fields of other levels "
+            "or dtypes to one of its exchanges (a rank out of step with the others: a call "
+            "skipped, or another call's arguments). The halos of this call are not valid"
+        )
 
 
 def element_strides(value: Any) -> tuple[int, ...]:
@@ -190,6 +223,7 @@ class LastCall:
 
     __slots__ = (
         "_again",
+        "_conversion",
         "_prepared",
         "_quick",
         "compiled",
@@ -216,7 +250,7 @@ class LastCall:
         compiled = conversion.compiled
         self.name, self.compiled, self.timers, self.slot = name, compiled, timers, slot
         self.profiled = rec is not None  # the build with timers, or the one without
-        self._prepared = prepared
+        self._prepared, self._conversion = prepared, conversion
         step = compiled._sdfg.name
         conversion.entry_point(f"__gh_keep_{step}")(slot, compiled._libhandle, *prepared[0])
         self._again = conversion.entry_point(f"__gh_again_{step}_{slot}")
@@ -237,7 +271,12 @@ class LastCall:
         rec = profiling.recorder
         hooks = bool(_CALL_HOOKS) and any(_CALL_HOOKS)  # an unregistered one leaves a None
         if rec is None and not hooks and not self.profiled:
-            return self._quick(args)  # the steady state: checked and called in C
+            try:
+                return self._quick(args)  # the steady state: checked and called in C
+            except _native.MessagesUnexpected:  # it ran: the error, raised below
+                pass
+            self._conversion.check_messages(self.name)
+            return True
         if (rec is not None) is not self.profiled or not self._quick.same(args):
             return False
         t = rec.now() if rec else 0.0
@@ -247,6 +286,7 @@ class LastCall:
             self._again()
         if rec:
             self.recorded(rec, t)
+        self._conversion.check_messages(self.name)
         return True
 
     def recorded(self, rec: Any, start: float) -> None:

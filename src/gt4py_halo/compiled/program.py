@@ -249,6 +249,7 @@ class Program:
             self._keep_placement_valid(args, values)
         prepared = conversion(values)
         conversion.compiled.fast_call(*prepared)
+        conversion.check_messages(self.__name__)
         staying = self._last_calls[: SLOTS - 1]
         slot = min(set(range(SLOTS)) - {call.slot for call in staying})
         last = LastCall(self.__name__, conversion, args, values, prepared, rec, binary.timers, slot)

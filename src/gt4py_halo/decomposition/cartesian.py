@@ -20,6 +20,7 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from mpi4py import MPI
 
 from gt4py_halo.decomposition.collective import (
@@ -244,10 +245,21 @@ def direction_box(
     return bounds
 
 
+def _entries(name: str, value: Any, what: str) -> tuple:
+    """The entries of ``value``, a sequence (list, tuple, 1-d NumPy array), one per dim: not a
+    mapping, set or string, whose entries are in no order of dims (a dict gave its keys);
+    else a ``DecompositionError`` saying ``name`` must be ``what``."""
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return tuple(value)
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        raise DecompositionError(f"{name} must be {what}, got {value!r}")
+    return tuple(value)
+
+
 def _integers(name: str, values: Any) -> tuple[int, ...]:
     """``values`` as Python ints: any integral (NumPy's too), nothing that would be rounded."""
     try:
-        return tuple(operator.index(n) for n in values)
+        return tuple(operator.index(n) for n in _entries(name, values, "a sequence of ints"))
     except TypeError:
         raise DecompositionError(f"{name} must be a sequence of ints, got {values!r}") from None
 
@@ -267,28 +279,31 @@ def _normalize_halo(halo: HaloSpec, ndim: int) -> tuple[tuple[int, int], ...]:
 
     if isinstance(halo, numbers.Integral):
         return ((width(halo), width(halo)),) * ndim
-    halo = tuple(halo)
+    halo = _entries("halo", halo, f"an int or {ndim} ints or (lo, hi) pairs")
     if len(halo) != ndim:
         raise DecompositionError(f"halo {halo!r} has {len(halo)} entries for {ndim} dimensions")
     sides = []
     for h in halo:
+        pair = "an int or a (lo, hi) pair"
         if isinstance(h, numbers.Integral):
             sides.append((width(h), width(h)))
-        elif len(tuple(h)) == 2:
+        elif len(_entries(f"halo entry {h!r}", h, pair)) == 2:
             lo, hi = h
             sides.append((width(lo), width(hi)))
         else:
-            raise DecompositionError(f"halo entry {h!r} must be an int or a (lo, hi) pair")
+            raise DecompositionError(f"halo entry {h!r} must be {pair}")
     return tuple(sides)
 
 
 def _normalize_periodic(periodic: bool | Sequence[bool], ndim: int) -> tuple[bool, ...]:
-    if isinstance(periodic, bool):
-        return (periodic,) * ndim
-    periodic = tuple(periodic)
-    if len(periodic) != ndim or not all(isinstance(p, bool) for p in periodic):
-        raise DecompositionError(f"periodic must be a bool or {ndim} bools, got {periodic!r}")
-    return periodic
+    """Python's or NumPy's bools, one or one per dim."""
+    what = f"a bool or {ndim} bools"
+    if isinstance(periodic, (bool, np.bool_)):
+        return (bool(periodic),) * ndim
+    entries = _entries("periodic", periodic, what)
+    if len(entries) != ndim or not all(isinstance(p, (bool, np.bool_)) for p in entries):
+        raise DecompositionError(f"periodic must be {what}, got {periodic!r}")
+    return tuple(map(bool, entries))
 
 
 def _choose_proc_grid(

@@ -20,6 +20,7 @@ from gt4py_halo import _native, profiling
 from gt4py_halo.config import backend_and_source
 from gt4py_halo.decomposition.plan import FieldSpec, signature
 from gt4py_halo.errors import FieldError
+from gt4py_halo.runtime import in_flight
 from gt4py_halo.runtime.agreement import Agreement
 from gt4py_halo.runtime.fields import as_array, specs_of
 from gt4py_halo.runtime.identity_cache import IdentityCache
@@ -110,9 +111,8 @@ class _Exchanger:
     def _checked(self, fields: tuple[Any, ...], dim: str | None) -> tuple[Any, Any, list[Any]]:
         """The prepared exchange of ``fields`` (checked now, or before for these same
         objects with the same layouts), what a slow wait for its messages does, if anything,
-        and the fields' arrays."""
-        if self._agreement is not None:
-            self._agreement.next_call()
+        and the fields' arrays. A call refused by a check of this rank's own (a ``FieldError``
+        before the agreement) is no call of the exchange: the ranks still count alike."""
         arrays = _native.arrays(fields, np.ndarray, as_array)
         try:
             cached = self._prepared.get(dim, fields)
@@ -120,33 +120,39 @@ class _Exchanger:
             cached = None
         if cached is None or not cached[4].same(arrays):
             cached = self._prepare(fields, arrays, dim)
-        elif self._agreement is not None and self._agreement.last.get(dim) != cached[3]:
-            self._agreement.check(dim, cached[2], cached[3])
+        elif self._agreement is not None:
+            self._agreement.next_call()
+            if self._agreement.last.get(cached[5]) != cached[3]:
+                self._agreement.check(cached[5], cached[2], cached[3])
         if self._agreement is not None:
-            self._agreement.made(dim, cached[2], cached[3])
+            self._agreement.made(cached[5], cached[2], cached[3])
         return cached[0], cached[1], arrays
 
     def _prepare(
         self, fields: tuple[Any, ...], arrays: list[Any], dim: str | None
-    ) -> tuple[Any, Any, tuple[FieldSpec, ...], int, _native.Layout | None]:
+    ) -> tuple[Any, Any, tuple[FieldSpec, ...], int, _native.Layout | None, str | None]:
         """Check ``fields`` against the plan of ``dim`` and have the transport prepare their
         exchange; with what a slow wait for their messages does (``Agreement.waiting``), if
-        anything, their specs, kind and arrays' layouts. Kept for the same field objects where
-        the transport allows, while their arrays keep those layouts: an array reshaped
-        or made read-only in place is checked and bound again."""
+        anything, their specs, kind, arrays' layouts and the plan's name (what the ranks
+        compare: ``dim=None`` and the name of a decomposition's one dim are the same plan).
+        Kept for the same field objects where the transport allows, while their arrays keep
+        those layouts: an array reshaped or made read-only in place is checked and bound
+        again."""
         _check_libraries(arrays)
         plan = self.decomposition.plan(dim)
         specs = specs_of(plan, arrays)
-        kind = int.from_bytes(signature(specs, dim), "little", signed=True)
+        name = plan.name
+        kind = int.from_bytes(signature(specs, name), "little", signed=True)
         waiting = None
         if self._agreement is not None:  # before the transport's collective setup
-            self._agreement.check(dim, specs, kind)
+            self._agreement.next_call()
+            self._agreement.check(name, specs, kind)
             peers = tuple(n.rank for n in plan.remote_neighbours)
-            waiting = partial(self._agreement.waiting, dim, specs, peers)
+            waiting = partial(self._agreement.waiting, name, specs, peers)
         prepared = self._transport.prepare(plan, arrays, specs)
         if not prepared.reusable:
-            return prepared, waiting, specs, kind, None
-        checked = (prepared, waiting, specs, kind, _native.Layout(arrays))
+            return prepared, waiting, specs, kind, None, name
+        checked = (prepared, waiting, specs, kind, _native.Layout(arrays), name)
         self._prepared.put(dim, fields, checked)
         return checked
 
@@ -228,6 +234,13 @@ class ExchangeHandle:
         self._pending = pending
         self._waiting = waiting  # what a slow wait does (``Agreement.waiting``), if anything
         self._described = described  # what a profile records of it (profiling.py)
+
+    def hold(self, objects: tuple) -> None:
+        """Keeps ``objects`` alive until the exchange is finished, even if it never is before
+        the interpreter exits (``in_flight``): the arrays of fields passed as views that hold
+        no reference to them."""
+        if self._pending is not None:
+            in_flight.hold(self._pending, objects)
 
     def is_ready(self) -> bool:
         """Whether ``finish`` would return without waiting for messages."""

@@ -249,7 +249,7 @@ class PendingGhexExchange:
         self._handle = handle  # native.Handle (it keeps the arrays until done), or None
         self._arrays = arrays
         self._staged = staged  # (position, the dense copy exchanged instead)
-        UNFINISHED.add(self)
+        UNFINISHED[self] = ()
 
     def test(self) -> bool:
         return self._handle is None or self._handle.test()
@@ -267,7 +267,7 @@ class PendingGhexExchange:
             if self._handle is not None:
                 self._handle.wait(waiting)
         finally:
-            UNFINISHED.discard(self)
+            UNFINISHED.pop(self, None)
         if rec:  # GHEX waits and unpacks in one call
             rec.event("wait", t, {"fields": len(self._arrays)})
         for n, dense in self._staged:

@@ -5,11 +5,14 @@ and DaCe copies that struct into the generated ``.cu`` file as well. DaCe's own 
 environment includes ``mpi.h`` in the host file only and hands MPI's include directory to the
 host compiler only (``cmake_compile_flags``), so nvcc stopped at ``MPI_Request`` (found by
 compiling the generated CUDA code with nvcc, ``tests/unit/test_gpu_codegen.py``). Here the
-header goes to both files and the include directory to every compiler.
+header goes to both files and the include directory to every compiler. The host file also
+gets our header (``include/gt4py_halo_mpi.hpp``): the exchanges' check of the messages they
+received.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 import dace.library
@@ -22,12 +25,12 @@ class MPI:
     cmake_packages: ClassVar = ["MPI"]
     cmake_files: ClassVar = []
     cmake_variables: ClassVar = {}
-    cmake_includes: ClassVar = ["${MPI_CXX_INCLUDE_DIRS}"]
+    cmake_includes: ClassVar = ["${MPI_CXX_INCLUDE_DIRS}", str(Path(__file__).parent / "include")]
     cmake_libraries = DaceMpi.cmake_libraries
     cmake_compile_flags: ClassVar = []
     cmake_link_flags = DaceMpi.cmake_link_flags
 
-    headers: ClassVar = {"frame": ["mpi.h"], "cuda": ["mpi.h"]}
+    headers: ClassVar = {"frame": ["mpi.h", "gt4py_halo_mpi.hpp"], "cuda": ["mpi.h"]}
     state_fields: ClassVar = []
     init_code = DaceMpi.init_code
     finalize_code = DaceMpi.finalize_code

@@ -5,7 +5,10 @@ The arenas, pack, unpack and self-copy maps are the transport-neutral lowering
 
 - **start**: on its first run it creates the persistent requests, per group one each way per
   neighbour rank (``_requests``); then ``MPI_Startall``;
-- **wait**: ``MPI_Waitall``.
+- **wait**: ``MPI_Waitall``, then the sizes of the messages received checked against those
+  expected (``include/gt4py_halo_mpi.hpp``: ranks that passed fields of other levels or
+  dtypes to the exchange, a rank out of step with the others, are an error where a message
+  of another size arrives, not wrong halos).
 
 On a CPU, a direction whose boxes are a few long contiguous runs of the fields sends each run
 as an MPI message of its own, posted by the start tasklet and waited for by the wait tasklet
@@ -96,24 +99,32 @@ if (!__state->{uid}_ready) {{
 }}"""
         fields = [
             f"MPI_Request {uid}_requests[{count}];",
+            f"MPI_Status {uid}_statuses[{count}];",
+            f"long {uid}_expected[{count}];",
             f"int {uid}_count = 0;",
             f"int {uid}_ready = 0;",
         ]
         if self.in_place:
             most = MAX_RUNS * sum(len(runs) for runs in self.in_place.values())
-            fields += [f"MPI_Request {uid}_in_place[{most}];", f"int {uid}_posted = 0;"]
+            fields += [
+                f"MPI_Request {uid}_in_place[{most}];",
+                f"MPI_Status {uid}_in_place_statuses[{most}];",
+                f"long {uid}_in_place_expected[{most}];",
+                f"int {uid}_posted = 0;",
+            ]
         if self.gpu:
             fields += mirror_fields(a.name for a in arenas)
         return HostCode(code, tuple(fields), exit_code)
 
     def _requests(self, arena: Arena, kind: str) -> list[str]:
         """C code creating ``arena``'s persistent requests, one per neighbour rank, for the
-        segments not sent in place."""
+        segments not sent in place, with the bytes each receive expects (-1: a send)."""
         segments = arena.segments
         side = self.sends if kind == "Send" else self.recvs
         size = arena.dtype.bytes
         listing = lambda values: ", ".join(values)
         tag = f"{TAG_BASE} + {arena.group}"
+        expected = "total" if kind == "Recv" else "-1"
         return [
             "{",
             f"    const int dirs[] = {{{listing(str(s.direction) for s in segments)}}};",
@@ -153,6 +164,9 @@ if (!__state->{uid}_ready) {{
             "            }",
             "        }",
             "        if (c == 0) continue;  // all in place",
+            "        long total = 0;",
+            "        for (int b = 0; b < c; ++b) total += lengths[b];",
+            f"        __state->{self.uid}_expected[n] = {expected};",
             "        if (c == 1) {",
             (
                 f"            MPI_{kind}_init(base + displacements[0], lengths[0], MPI_BYTE, p, {tag},"
@@ -174,11 +188,15 @@ if (!__state->{uid}_ready) {{
 
     def wait_code(self) -> HostCode:
         uid = self.uid
-        code = [f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
-        if self.in_place:
-            code.append(
-                f"MPI_Waitall(__state->{uid}_posted, __state->{uid}_in_place, MPI_STATUSES_IGNORE);"
+        state = f"__state->{uid}"
+        code = [
+            checked_wait(
+                f"{state}_count", f"{state}_requests", f"{state}_statuses", f"{state}_expected"
             )
+        ]
+        if self.in_place:
+            places = ("posted", "in_place", "in_place_statuses", "in_place_expected")
+            code.append(checked_wait(*(f"{state}_{name}" for name in places)))
         if self.gpu:  # received messages to the device, on the stream: no host wait
             code += [line for a in self.recvs for line in self._stage(a, to_host=False)]
         return HostCode("\n".join(code))
@@ -194,6 +212,7 @@ if (!__state->{uid}_ready) {{
             "{",
             "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
             f"MPI_Request* requests = __state->{uid}_in_place;",
+            f"long* expected = __state->{uid}_in_place_expected;",
             "int posted = 0;",
         ]
         for kind, call in ((self.recvs, "MPI_Irecv"), (self.sends, "MPI_Isend")):
@@ -210,9 +229,11 @@ if (!__state->{uid}_ready) {{
                     tags = [
                         f"(int)({TAG_BASE} + {nfield + sender * nfield + i})" for i, _ in fields
                     ]
+                    bytes_expected = f"run * {size}" if call == "MPI_Irecv" else "-1"
                     post = (
                         f"{call}(base[f] + at * {size}, (int)(run * {size}), MPI_BYTE, "
-                        f"peers[{k}], tags[f], comm, &requests[posted++]);"
+                        f"peers[{k}], tags[f], comm, &requests[posted]); "
+                        f"expected[posted++] = {bytes_expected};"
                     )
                     # from and into the fields themselves, or the runs packed in the arena
                     direct = self.direct_condition(kind, k, cpp=True)
@@ -259,3 +280,9 @@ class ExpandHaloExchangeMPI(ExpandThroughArenas):
 
     environments: ClassVar[list] = [MpiEnvironment]
     LOWERING = _MpiLowering
+
+
+def checked_wait(count: str, requests: str, statuses: str, expected: str) -> str:
+    """C++ waiting for the ``count`` ``requests``, then checking the sizes of what the
+    receives among them got against ``expected`` (``gt4py_halo_mpi::wait_checked``)."""
+    return f"gt4py_halo_mpi::wait_checked({count}, {requests}, {statuses}, {expected});"

@@ -158,7 +158,7 @@ class MessageSet:
         if not rec:
             self._requests.start(pack, local)
             self._unpack, self._arrays = unpack, arrays  # (where started: its slot is taken)
-            UNFINISHED.add(self)  # MPI writes into its buffers until it is waited for
+            UNFINISHED[self] = ()  # MPI writes into its buffers until it is waited for
             return
         t = rec.now()
         self._requests.post_receives()
@@ -172,7 +172,7 @@ class MessageSet:
             copy()
         rec.event("self-copies", t, {"copies": len(local)})
         self._unpack, self._arrays = unpack, arrays
-        UNFINISHED.add(self)
+        UNFINISHED[self] = ()
 
     def test(self) -> bool:
         """Whether every message is complete. The receives complete together, and their
@@ -218,7 +218,7 @@ class MessageSet:
             rec.event("wait", t, self._sent)
         finally:
             self._arrays = ()
-            UNFINISHED.discard(self)
+            UNFINISHED.pop(self, None)
             self._release()
 
     def _not_as_expected(self, code: int) -> None:

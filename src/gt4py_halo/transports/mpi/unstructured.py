@@ -3,7 +3,8 @@
 Gathers and scatters are the transport-neutral lowering (``compiled/gather_lowering.py``);
 MPI supplies the start tasklet (on the first call, persistent requests in a loop over the
 neighbour ranks, one per neighbour and field each way, kept in the program's state struct;
-then ``MPI_Startall``) and the wait tasklet (``MPI_Waitall``).
+then ``MPI_Startall``) and the wait tasklet (``MPI_Waitall``, then the sizes received checked
+as in the cartesian expansion).
 
 For GPU fields MPI works on pinned host mirrors of the device buffers, staged as in the
 cartesian expansion (``host_staging.py``): one host wait per exchange, before sending.
@@ -22,6 +23,7 @@ from gt4py_halo.compiled.graph import HostCode
 from gt4py_halo.compiled.nodes import UnstructuredHaloExchange
 from gt4py_halo.compiled.shared_functions import TAG_BASE, exchange_constant
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
+from gt4py_halo.transports.mpi.expansion import checked_wait
 
 
 def _start_code(
@@ -35,6 +37,8 @@ def _start_code(
         "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
         f"__state->{uid}_count = 2 * {fields} * ({count});",
         f"__state->{uid}_requests = new MPI_Request[__state->{uid}_count + 1];",
+        f"__state->{uid}_statuses = new MPI_Status[__state->{uid}_count + 1];",
+        f"__state->{uid}_expected = new long[__state->{uid}_count + 1];",
         "int n = 0;",
     ]
     if gpu:
@@ -44,9 +48,10 @@ def _start_code(
     for (name, _, dtype, i, cell), kind, ptr in messages:
         cells = symstr(cell, cpp_mode=True)
         wire = f"(({dtype.ctype}*){staging.mirror(name)})" if gpu else f"_{name}"
+        size = f"({ptr}[p + 1] - {ptr}[p]) * ({cells}) * {dtype.bytes}"
+        lines.append(f"    __state->{uid}_expected[n] = {size if kind == 'Recv' else -1};")
         lines.append(
-            f"    MPI_{kind}_init({wire} + {ptr}[p] * ({cells}), "
-            f"({ptr}[p + 1] - {ptr}[p]) * ({cells}) * {dtype.bytes}, MPI_BYTE, neighbours[p], "
+            f"    MPI_{kind}_init({wire} + {ptr}[p] * ({cells}), {size}, MPI_BYTE, neighbours[p], "
             f"{TAG_BASE} + {i}, comm, &__state->{uid}_requests[n++]);"
         )
     lines.append("}")
@@ -72,11 +77,15 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
     if (__state->{uid}_ready) {{
         if (!finalized)
             for (int n = 0; n < __state->{uid}_count; ++n) MPI_Request_free(&__state->{uid}_requests[n]);
-        delete[] __state->{uid}_requests;{staging.free_mirrors(names) if gpu else ""}
+        delete[] __state->{uid}_requests;
+        delete[] __state->{uid}_statuses;
+        delete[] __state->{uid}_expected;{staging.free_mirrors(names) if gpu else ""}
     }}
 }}"""
     state_fields = (
         f"MPI_Request* {uid}_requests = nullptr;",
+        f"MPI_Status* {uid}_statuses = nullptr;",
+        f"long* {uid}_expected = nullptr;",
         f"int {uid}_count = 0;",
         f"int {uid}_ready = 0;",
         *(staging.mirror_fields(names) if gpu else []),
@@ -86,7 +95,9 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
 
 def _wait_code(sdfg: dace.SDFG, node: Any, recvs: Messages, gpu: bool) -> HostCode:
     uid = node.spec.uid
-    code = [f"MPI_Waitall(__state->{uid}_count, __state->{uid}_requests, MPI_STATUSES_IGNORE);"]
+    state = f"__state->{uid}"
+    waits = (f"{state}_{name}" for name in ("count", "requests", "statuses", "expected"))
+    code = [checked_wait(*waits)]
     if gpu:  # received messages to the device, on the stream: no host wait
         code += [_stage(sdfg, name, to_host=False) for name, *_ in recvs]
     return HostCode("\n".join(code))

@@ -1,0 +1,60 @@
+// The compiled MPI exchanges' check of what they received (transports/mpi/expansion.py,
+// unstructured.py): each receive expects a message of a size fixed by the fields of its
+// exchange; a message of another size (a truncated one included) means the ranks passed
+// fields of other levels or dtypes to the same exchange, and its halos are not valid. A
+// library of a compiled step notes the first such message; gt4py_halo_mpi_unexpected hands
+// the note to Python (compiled/last_call.py), which raises. MPI's errors return (mpi4py sets
+// MPI_ERRORS_RETURN; the exchanges' communicators are duplicates of the decomposition's).
+#pragma once
+#include <mpi.h>
+
+#define GT4PY_HALO_MPI_CHECKS 1
+
+namespace gt4py_halo_mpi {
+
+struct Unexpected {
+    long count = 0;                       // messages unlike expected since the last note
+    long source = -1, got = 0, expected = 0;  // the first: its sender, bytes, expected bytes
+};
+
+inline Unexpected& unexpected() {
+    static Unexpected note;
+    return note;
+}
+
+// MPI_Waitall on the count requests, then the sizes of what the receives among them got
+// checked: requests whose expected[k] >= 0 are receives of that many bytes. A wait that fails
+// for some requests (a truncated message) may leave others active (MPI_ERR_PENDING): those
+// are waited for one by one, so that every request is inactive again, as the next start
+// needs. Noted: got -1 for more than expected (truncated); source -1 where the wait failed as
+// a whole (its error code in got).
+inline void wait_checked(int count, MPI_Request* requests, MPI_Status* statuses,
+                         const long* expected) {
+    int rc = MPI_Waitall(count, requests, statuses);
+    Unexpected& note = unexpected();
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+        if (note.count++ == 0) note.source = -1, note.got = rc, note.expected = 0;
+        return;
+    }
+    for (int k = 0; k < count; ++k) {
+        int error = rc == MPI_SUCCESS ? MPI_SUCCESS : statuses[k].MPI_ERROR;
+        if (error == MPI_ERR_PENDING) error = MPI_Wait(&requests[k], &statuses[k]);
+        if (expected[k] < 0) continue;  // a send
+        int got = -1;
+        if (error == MPI_SUCCESS) MPI_Get_count(&statuses[k], MPI_BYTE, &got);
+        if (got != expected[k] && note.count++ == 0)
+            note.source = statuses[k].MPI_SOURCE, note.got = got, note.expected = expected[k];
+    }
+}
+
+}  // namespace gt4py_halo_mpi
+
+// The note (count, source, got, expected) into details[4], and cleared; returns the count.
+extern "C" DACE_EXPORTED long gt4py_halo_mpi_unexpected(long* details) {
+    gt4py_halo_mpi::Unexpected& note = gt4py_halo_mpi::unexpected();
+    details[0] = note.count, details[1] = note.source, details[2] = note.got;
+    details[3] = note.expected;
+    long count = note.count;
+    note = gt4py_halo_mpi::Unexpected();
+    return count;
+}
