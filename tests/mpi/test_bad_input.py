@@ -651,6 +651,28 @@ def test_runtime_fields_that_differ_between_ranks(comm, theirs):
 
 
 @pytest.mark.timeout(60)  # a hang fails
+def test_polling_an_exchange_of_fields_the_ranks_disagree_on(comm):
+    """``mpi``: the last rank starts an exchange of two fields, the others of one, and every
+    rank polls ``is_ready`` until it is: a message longer than its receive made MPI's test
+    raise its own error (``mpi4py.MPI.Exception``), and the finish after it named a size of 0.
+    Now ``is_ready`` says ready and ``finish`` raises ``RanksDisagreeError`` naming the sizes,
+    on every rank; the exchange works after it."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="mpi")
+    u, v = filled_local(d, (), np.float64), filled_local(d, (), np.float64)
+    started = ex.start(*((u, v) if comm.rank == comm.size - 1 else (u,)))
+    while not started.is_ready():
+        pass
+    with pytest.raises(gh.RanksDisagreeError, match=r"halos not written: rank \d+ sent "):
+        started.finish()
+    u = filled_local(d, (), np.float64)
+    ex.exchange(u)
+    np.testing.assert_array_equal(u, expected_local(d, (), np.float64))
+
+
+@pytest.mark.timeout(60)  # a hang fails
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("how", ["another-dim", "skipped-call", "earlier-in-flight"])
 def test_runtime_dims_that_differ_between_ranks(comm, backend, how):

@@ -764,7 +764,8 @@ def _check_parameters(function: Callable[..., None]) -> None:
         raise ProgramError(
             f"{function.__qualname__}: {', '.join(constant)} is annotated dace.compiletime: a "
             "step takes no compile-time parameters; pass the value as an argument, or read it "
-            "from a global or closure variable (a build per value)"
+            "from a global or closure variable (its value at the step's first build is compiled "
+            "in: a later change is not seen by that step; a later run builds for its value)"
         )
 
 

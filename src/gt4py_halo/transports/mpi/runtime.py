@@ -121,7 +121,8 @@ class MessageSet:
         self._sent = _traffic("sends", self._messages.sends)
         self._received = _traffic("receives", self._messages.recvs)
         self._unpack: list = []  # the copies of the exchange in flight
-        self._arrived: list[MPI.Status] | None = None  # the receives, if ``test`` completed them
+        #: the receives' statuses and whether one was truncated, if ``test`` completed them
+        self._arrived: tuple[list[MPI.Status], bool] | None = None
         self._arrays: Sequence[Any] = ()  # its fields: the copies' views do not hold them
         # a persistent request holds its communicator: freed with the message set, or the
         # decomposition's communicator is never released
@@ -181,9 +182,14 @@ class MessageSet:
         completes nothing, loses them too)."""
         if self._arrived is None:
             statuses = [MPI.Status() for _ in self._recv_requests]
-            if not MPI.Request.Testall(self._recv_requests, statuses):
-                return False
-            self._arrived = statuses
+            try:
+                if not MPI.Request.Testall(self._recv_requests, statuses):
+                    return False
+                self._arrived = (statuses, False)
+            except MPI.Exception:  # a message longer than expected: complete the others
+                for request, status in zip(self._recv_requests, statuses):
+                    _complete(request, status)
+                self._arrived = (statuses, True)
         return MPI.Request.Testall(self._send_requests)
 
     def wait(self) -> None:
@@ -196,7 +202,7 @@ class MessageSet:
         rec = profiling.recorder
         try:
             if arrived is not None:  # the receives completed by ``test``
-                self._raise_if_wrong(arrived, truncated=False)
+                self._raise_if_wrong(*arrived)
                 for copy in unpack:
                     copy()
                 MPI.Request.Waitall(self._send_requests)
@@ -229,12 +235,8 @@ class MessageSet:
         for i, request in enumerate(self._recv_requests):
             status = MPI.Status()
             ctypes.memmove(MPI._addressof(status), self._requests.status(i), MPI._sizeof(status))
-            if code > 0 and status.Get_error() == MPI.ERR_PENDING:
-                try:
-                    request.Wait(status)
-                    status.Set_error(MPI.SUCCESS)
-                except MPI.Exception as error:
-                    status.Set_error(error.Get_error_code())
+            if code > 0:
+                _complete(request, status)
             statuses.append(status)
         MPI.Request.Waitall(self._send_requests)
         self._raise_if_wrong(statuses, code > 0)
@@ -279,6 +281,17 @@ class MessageSet:
                 "or of another dim"
             )
         return None
+
+
+def _complete(request: MPI.Request, status: MPI.Status) -> None:
+    """After a wait or test of several requests failed (a truncated message): ``request``
+    completed, if MPI left it pending, with its error in ``status``."""
+    if status.Get_error() == MPI.ERR_PENDING:
+        try:
+            request.Wait(status)
+            status.Set_error(MPI.SUCCESS)
+        except MPI.Exception as error:
+            status.Set_error(error.Get_error_code())
 
 
 class MpiTransport:
