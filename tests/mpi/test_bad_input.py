@@ -674,6 +674,27 @@ def test_polling_an_exchange_of_fields_the_ranks_disagree_on(comm):
 
 @pytest.mark.timeout(60)  # a hang fails
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_polling_an_exchange_the_ranks_disagree_on_after_agreeing(comm, backend):
+    """After an agreed exchange, the first rank starts one of the same kind of fields (no
+    check of its own) and the others of a new kind, and every rank polls ``is_ready``: with
+    ``ghex`` the first rank's loop waited for good (what reads the others' alarms ran in
+    ``finish`` only); now ``is_ready`` raises ``RanksDisagreeError`` there once it has been
+    polled as long as a wait raises, as the others' checks do."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend=backend)
+    u = filled_local(d, (), np.float64)
+    ex.exchange(u)
+    with pytest.raises(gh.RanksDisagreeError):
+        started = ex.start(u if comm.rank == 0 else filled_local(d, (), np.float32))
+        while not started.is_ready():
+            pass
+        started.finish()
+
+
+@pytest.mark.timeout(60)  # a hang fails
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("how", ["another-dim", "skipped-call", "earlier-in-flight"])
 def test_runtime_dims_that_differ_between_ranks(comm, backend, how):
     """The last rank exchanges another dim than the others (of messages of the same size),

@@ -11,6 +11,7 @@ Both are objects rather than methods: called from Python they exchange now; call
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import Any
 
@@ -19,9 +20,9 @@ import numpy as np
 from gt4py_halo import _native, profiling
 from gt4py_halo.config import backend_and_source
 from gt4py_halo.decomposition.plan import FieldSpec, signature
-from gt4py_halo.errors import FieldError
+from gt4py_halo.errors import FieldError, RanksDisagreeError
 from gt4py_halo.runtime import in_flight
-from gt4py_halo.runtime.agreement import Agreement
+from gt4py_halo.runtime.agreement import ALARM_AFTER_S, Agreement
 from gt4py_halo.runtime.fields import as_array, specs_of
 from gt4py_halo.runtime.identity_cache import IdentityCache
 from gt4py_halo.transports import make_transport
@@ -234,6 +235,7 @@ class ExchangeHandle:
         self._pending = pending
         self._waiting = waiting  # what a slow wait does (``Agreement.waiting``), if anything
         self._described = described  # what a profile records of it (profiling.py)
+        self._started = time.monotonic() if waiting is not None else 0.0
 
     def hold(self, objects: tuple) -> None:
         """Keeps ``objects`` alive until the exchange is finished, even if it never is before
@@ -243,8 +245,21 @@ class ExchangeHandle:
             in_flight.hold(self._pending, objects)
 
     def is_ready(self) -> bool:
-        """Whether ``finish`` would return without waiting for messages."""
-        return self._pending is None or self._pending.test()
+        """Whether ``finish`` would return without waiting for messages. Polled for
+        ``ALARM_AFTER_S`` and more, it does what a wait that long does (``Agreement.waiting``):
+        ranks that disagree about this call raise ``RanksDisagreeError`` here, as in
+        ``finish`` (a loop polling it waited for good); the exchange is then left as a failed
+        ``finish`` leaves it."""
+        if self._pending is None or self._pending.test():
+            return True
+        if self._waiting is not None and time.monotonic() - self._started >= ALARM_AFTER_S:
+            try:
+                self._waiting()
+            except RanksDisagreeError as error:
+                pending, self._pending = self._pending, None
+                _finish(pending, partial(_raise, error), self._described)
+                raise
+        return False
 
     def finish(self) -> None:
         """Wait for all messages and write the halos; calling it again does nothing."""
@@ -264,6 +279,10 @@ def _finish(pending: Any, waiting: Any, described: dict | None) -> None:
         pending.wait(waiting)
     if rec and described is not None:
         rec.event("finish", t, described)
+
+
+def _raise(error: Exception) -> None:
+    raise error
 
 
 def _check_libraries(arrays: list[Any]) -> None:
