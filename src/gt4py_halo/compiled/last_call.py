@@ -40,8 +40,8 @@ def again_code(name: str, params: str, names: str) -> str:
     """The entry points added after DaCe's own (``__program_<step>``) in the generated C++ of
     step ``name`` (``params``, ``names``: DaCe's parameters of ``__program_<step>`` after its
     state, declared and passed, each with a leading comma): ``__gh_keep_<step>(slot, ...)``
-    and one ``__gh_again_<step>_<slot>()`` per slot, which returns how many messages its MPI
-    exchanges received unlike expected (``Conversion.check_messages``)."""
+    and one ``__gh_again_<step>_<slot>()`` per slot, which returns whether its MPI exchanges
+    received a message unlike expected (``Conversion.check_messages``)."""
     again = "".join(
         f"DACE_EXPORTED int __gh_again_{name}_{slot}() {{ __gh_kept[{slot}](); return GH_UNEXPECTED; }}\n"
         for slot in range(SLOTS)
