@@ -808,9 +808,10 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     assert code.count("MPI_Startall(") == 2
     # where the segments lie in the arenas is computed at an instance's first call only
     assert code.count("_placed_ready) {") == code.count("_placed_ready = 1;") == 2
-    # per exchange, one wait for the persistent requests: GT4Py's CPU fields are contiguous
-    # along axis 0, and runs sent in place are C-ordered (test_runs_sent_in_place_...)
-    assert code.count("MPI_Waitall(") == 2 and "MPI_Isend(" not in code
+    # per exchange, one wait for the persistent requests (sizes received checked): GT4Py's CPU
+    # fields are contiguous along axis 0, and runs sent in place are C-ordered
+    # (test_runs_sent_in_place_...)
+    assert code.count("gt4py_halo_mpi::wait_checked(") == 2 and "MPI_Isend(" not in code
     assert "MPI_Send_init" in code and "MPI_COMM_WORLD" not in code
 
 

@@ -134,15 +134,15 @@ class _Exchanger:
     ) -> tuple[Any, Any, tuple[FieldSpec, ...], int, _native.Layout | None, str | None]:
         """Check ``fields`` against the plan of ``dim`` and have the transport prepare their
         exchange; with what a slow wait for their messages does (``Agreement.waiting``), if
-        anything, their specs, kind, arrays' layouts and the plan's name (what the ranks
-        compare: ``dim=None`` and the name of a decomposition's one dim are the same plan).
+        anything, their specs, kind, arrays' layouts and the dim the ranks compare (``dim=None``
+        on an unstructured decomposition of one dim is that dim; a cartesian one has none).
         Kept for the same field objects where the transport allows, while their arrays keep
         those layouts: an array reshaped or made read-only in place is checked and bound
         again."""
         _check_libraries(arrays)
         plan = self.decomposition.plan(dim)
         specs = specs_of(plan, arrays)
-        name = plan.name
+        name = dim if dim is not None else getattr(self.decomposition, "dims", (None,))[0]
         kind = int.from_bytes(signature(specs, name), "little", signed=True)
         waiting = None
         if self._agreement is not None:  # before the transport's collective setup
