@@ -85,3 +85,38 @@ def test_ranks_parse_one_sdfg_with_symbolic_tables(
         assert all(dace.symbolic.issymbolic(s) for s in (*desc.shape, *desc.strides)), desc
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n, _ in lowered.all_nodes_recursive())
     assert not lowered.callback_mapping, "a Python callback in the compiled step"
+
+
+def test_ranks_out_of_step_between_kept_calls_raise(comm) -> None:
+    """The unstructured MPI expansion's check of the sizes received: two kept calls with
+    fields of other levels, the first rank one call out of step with the others (every rank
+    straight to the binary): each rank (a neighbour of every other) raises; back in step,
+    exact halos."""
+    import gt4py_halo as gh
+
+    if comm.size == 1:
+        pytest.skip("ranks out of step need two")
+    others = [r for r in range(comm.size) if r != comm.rank]
+    d = gh.UnstructuredDecomposition({"cell": ([comm.rank], others)}, comm=comm)
+    ex = gh.make_exchange(d, backend="mpi")
+
+    @gh.program(comm=comm)
+    def step(a):
+        ex.exchange(a)
+
+    fields = [np.zeros((comm.size, 4)), np.zeros((comm.size, 2))]
+
+    def exchanged(field) -> None:
+        field[...] = -1.0
+        field[0] = comm.rank  # owned first, then the halo: each gid's value is itself
+        step(field)
+        np.testing.assert_array_equal(
+            field[1:], np.broadcast_to(np.array(others)[:, None], field[1:].shape)
+        )
+
+    for field in fields:  # both kept
+        exchanged(field)
+    with pytest.raises(gh.RanksDisagreeError, match="received .* unlike expected"):
+        step(fields[0 if comm.rank == 0 else 1])
+    for k in (1, 0):
+        exchanged(fields[k])
