@@ -119,7 +119,7 @@ def warn_if_oversubscribed() -> None:
     _warned = True
     ranks = _first_int(_LOCAL_SIZE, default=1)
     cores = os.cpu_count() or 1
-    threads = _first_int(("OMP_NUM_THREADS",), default=cores)  # OpenMP's default: all cores
+    threads = openmp_threads()
     if ranks * threads > cores and _first_int(_LOCAL_RANK, default=0) == 0:
         fix = (
             f"set OMP_NUM_THREADS={max(cores // ranks, 1)}"
@@ -131,6 +131,12 @@ def warn_if_oversubscribed() -> None:
             f"{cores} core(s): GT4Py's CPU stencils will crawl; {fix}",
             stacklevel=4,  # the user's line that built the first decomposition
         )
+
+
+def openmp_threads() -> int:
+    """The threads an OpenMP parallel region of this process starts: ``OMP_NUM_THREADS``
+    (its first level), else OpenMP's default, one per core this process may run on."""
+    return _first_int(("OMP_NUM_THREADS",), default=len(os.sched_getaffinity(0)))
 
 
 def _first_int(names: tuple[str, ...], default: int) -> int:

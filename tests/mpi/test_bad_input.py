@@ -271,6 +271,11 @@ def test_backends_that_differ_between_ranks(comm):
     field = filled_local(d, (), np.float64)
     ex.exchange(field)
     np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+    # one transport, named in another case on one rank: the same transport, no disagreement
+    ex = gh.make_exchange(d, backend="MPI" if comm.rank == 0 else "mpi")
+    field = filled_local(d, (), np.float64)
+    ex.exchange(field)
+    np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
 
 
 def test_dims_that_differ_between_ranks(comm):
@@ -458,6 +463,22 @@ def test_compiled_step_refuses_fields_that_share_memory(comm):
     with pytest.raises(gh.FieldError, match="fields a and b share memory.*distinct arrays"):
         exchange_each(a, a)
     np.testing.assert_array_equal(a.asnumpy(), filled_local(d, (), np.float64))
+
+
+def test_compiled_ghex_step_of_a_view_without_unit_stride(comm):
+    """GHEX copies runs along an axis of unit stride: a view with none (``a[:, ::2]``) is a
+    ``FieldError`` on every rank that says so (it named DaCe's placeholders for the strides)."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="ghex")
+
+    @gh.program(comm=comm)
+    def step(a):
+        ex.exchange(a)
+
+    rows, columns = d.allocated_shape
+    with pytest.raises(gh.FieldError, match="an axis of unit stride; got one of none") as raised:
+        step(np.zeros((rows, 2 * columns))[:, ::2])
+    assert "__strides" not in str(raised.value)
 
 
 def test_compiled_step_refuses_what_is_no_array_or_number(comm):

@@ -164,6 +164,67 @@ def test_compiled_step_equals_runtime_path_and_single_rank(
     assert comm.bcast(equal, root=0), "gathered compiled result differs from one rank alone"
 
 
+@pytest.mark.parametrize("threads", ["one-everywhere", "two-on-rank-0"])
+def test_a_step_on_one_thread_per_rank_has_no_parallel_region(
+    diffusion: ModuleType, comm, monkeypatch, threads: str
+) -> None:
+    """Every rank running one OpenMP thread (``OMP_NUM_THREADS=1``, as make test runs): the
+    step's maps run sequentially, its code has no OpenMP region. One rank running two: every
+    rank builds with OpenMP (the ranks decide together at the first build: it shapes the
+    code). Both give the bits of the runtime path, halos included; uneven blocks, GT4Py's
+    default fields."""
+    more = threads == "two-on-rank-0" and comm.rank == 0
+    monkeypatch.setenv("OMP_NUM_THREADS", "2" if more else "1")  # read at the first build
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+    step = make_step(diffusion, ex, comm, stencil_packs=False)
+    u, v, w = initial_fields(diffusion, d)
+    for _ in range(CALLS):
+        step(u, v, w, *bounds(d))
+    (binary,) = step._binaries.values()
+    code = "".join(p.read_text() for p in Path(binary.folder).glob("src/cpu/*.cpp"))
+    assert ("#pragma omp parallel for" in code) == (threads != "one-everywhere")
+    x, y, z = initial_fields(diffusion, d)
+    for _ in range(CALLS):
+        run_from_python(diffusion, ex, x, y, z, *bounds(d))
+    np.testing.assert_array_equal(u.asnumpy(), x.asnumpy())
+    np.testing.assert_array_equal(w.asnumpy(), z.asnumpy())
+
+
+def test_loops_counting_with_names_the_exchanges_use(diffusion: ModuleType, comm) -> None:
+    """A ``while`` loop counting with ``k`` and a ``for`` loop over ``p`` around exchanges:
+    the C++ of the exchanges has locals of those names, which DaCe took for reads of the
+    step's symbols (``k`` became an argument no call passed: a ``KeyError`` at the first
+    call). The bits of the same exchanges and stencils from Python; uneven blocks, GT4Py's
+    default fields."""
+    d, _ = shared_step(diffusion, comm, stencil_packs=False)
+    ex = gh.make_exchange(d)
+    stencil = diffusion.diffusion_step
+
+    @gh.program(comm=comm)
+    def counted(u, v, n, i0, i1, j0, j1):
+        k = 0
+        while k < n:
+            ex.exchange(u)
+            stencil(u, v, i0, i1, j0, j1)
+            k = k + 1
+            for p in range(k):
+                ex.exchange(v)
+                stencil(v, u, i0, i1, j0, j1)
+
+    u, v, _ = initial_fields(diffusion, d)
+    x, y, _ = initial_fields(diffusion, d)
+    counted(u, v, gtx.int32(3), *bounds(d))
+    for k in range(1, 4):
+        ex.exchange(x)
+        stencil(x, y, *bounds(d))
+        for _ in range(k):
+            ex.exchange(y)
+            stencil(y, x, *bounds(d))
+    np.testing.assert_array_equal(u.asnumpy(), x.asnumpy())
+    np.testing.assert_array_equal(v.asnumpy(), y.asnumpy())
+
+
 @at_most_ranks(3, "which rank lacks the record does not change beyond")
 def test_a_step_made_again_loads_its_build_without_parsing(
     diffusion: ModuleType, comm, monkeypatch

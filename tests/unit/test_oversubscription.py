@@ -53,3 +53,11 @@ def test_no_warning_when_the_cores_suffice_or_elsewhere_on_the_node(fresh, rank)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         build()
+
+
+def test_threads_per_rank_follow_openmp(fresh):
+    """What a parallel region starts: OMP_NUM_THREADS's first level, else one thread per core
+    this process may run on (OpenMP's default)."""
+    assert gt4py_support.openmp_threads() == len(os.sched_getaffinity(0))
+    fresh.setenv("OMP_NUM_THREADS", "4,2")
+    assert gt4py_support.openmp_threads() == 4

@@ -22,12 +22,12 @@ import math
 from typing import Any
 
 import dace
-from dace import dtypes
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.compiled.graph import (
     HostCode,
+    add_cpp_tasklet,
     add_host_tasklet,
     add_persistent,
     connect_whole,
@@ -191,12 +191,12 @@ if (!__state->{done}) {{
     DACE_GPU_CHECK(cudaMemcpyAsync(device_list, host_list, bytes, cudaMemcpyHostToDevice, __dace_current_stream));
     __state->{done} = 1;
 }}"""
-    tasklet = state.add_tasklet(
+    tasklet = add_cpp_tasklet(
+        state,
         lowered.host_tasklet(f"{uid}{index}_upload"),
         ["host_list"],
         ["device_list"],
         code,
-        language=dtypes.Language.CPP,
         side_effects=True,
         state_fields=[f"int {done} = 0;"],
     )

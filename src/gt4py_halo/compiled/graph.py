@@ -7,6 +7,7 @@ from typing import Any
 
 import dace
 from dace import dtypes
+from dace.sdfg.state import LoopRegion
 
 
 def connect_whole(
@@ -26,6 +27,44 @@ def connect_whole(
     else:
         src.out_connectors[connector] = dace.pointer(desc.dtype)
         state.add_edge(src, connector, dst, None, memlet)
+
+
+def add_cpp_tasklet(
+    state: dace.SDFGState, label: str, inputs: Any, outputs: Any, code: str, **options: Any
+) -> dace.nodes.Tasklet:
+    """A C++ tasklet of ours (``options``: DaCe's ``add_tasklet``'s), its code one block: a
+    symbol DaCe replaces by a constant is declared before the code, which would clash with a
+    declaration of ours of that name at its top (``ignore_assigned_names``)."""
+    return state.add_tasklet(
+        label, inputs, outputs, f"{{\n{code}\n}}", language=dtypes.Language.CPP, **options
+    )
+
+
+def ignore_assigned_names(sdfg: dace.SDFG) -> None:
+    """Make the C++ tasklets of ``sdfg`` (not those of SDFGs nested in it) read none of the
+    symbols its control flow assigns through their code.
+
+    DaCe takes every name in C++ code that is a symbol of the SDFG for a read of it. A name
+    of ours (a local ``k``) equal to a symbol the step's own code assigns (a loop counter
+    ``k``) made that symbol read before its assignment: a free symbol of the step, an
+    argument no call passes. No C++ of ours reads a symbol the step assigns (it is given
+    shapes, strides and segment offsets, which the step does not assign); a step's own
+    assignments are declared and made by DaCe whether or not code reads them.
+    """
+    assigned = {name for edge in sdfg.all_interstate_edges() for name in edge.data.assignments}
+    assigned |= {
+        region.loop_variable
+        for region in sdfg.all_control_flow_regions()
+        if isinstance(region, LoopRegion) and region.loop_variable
+    }
+    for node, state in sdfg.all_nodes_recursive():
+        if (
+            state.sdfg is sdfg
+            and isinstance(node, dace.nodes.Tasklet)
+            and node.language == dtypes.Language.CPP
+        ):
+            named = dace.symbolic.symbols_in_code(node.code.as_string, potential_symbols=assigned)
+            node.ignored_symbols = node.ignored_symbols | named
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,12 +89,12 @@ def add_host_tasklet(
     """A C++ tasklet with side effects running ``host``, every connector a whole-array pointer
     (``connect_whole``); ``reads``/``writes``: connector -> access node, or the name of the
     array to read or write. Connectors must not be named like arrays."""
-    tasklet = state.add_tasklet(
+    tasklet = add_cpp_tasklet(
+        state,
         label,
         list(reads),
         list(writes),
         host.code,
-        language=dtypes.Language.CPP,
         side_effects=True,
         state_fields=list(host.state_fields),
         code_exit=host.code_exit,

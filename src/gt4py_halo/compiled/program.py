@@ -58,7 +58,11 @@ from gt4py_halo.compiled.convertible import (
     renamed,
 )
 from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
-from gt4py_halo.compiled.graph import isolate_nested_sdfgs, sort_assignments
+from gt4py_halo.compiled.graph import (
+    ignore_assigned_names,
+    isolate_nested_sdfgs,
+    sort_assignments,
+)
 from gt4py_halo.compiled.gt4py_translations import translated_once
 from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.iteration_order import order_maps_by_strides
@@ -82,9 +86,11 @@ from gt4py_halo.compiled.shared_functions import (
     share_exchange_functions,
 )
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
+from gt4py_halo.compiled.threads import run_sequentially
 from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError, HaloError, ProgramError, RanksDisagreeError
+from gt4py_halo.gt4py_support import openmp_threads
 from gt4py_halo.runtime.fields import check_disjoint, field_spec
 
 log = logging.getLogger(__name__)
@@ -134,6 +140,7 @@ class Program:
             device == "gpu" if pack_in_producers is None else pack_in_producers
         )
         self._in_place_min_bytes = in_place_min_bytes or 0
+        self._one_thread: bool | None = None  # every rank one thread, at the first build
         self._built: list[tuple] = []  # the keys of its builds, in order: alike on every rank
         self._binaries: dict[tuple, _Binary] = {}  # per build key
         self._layouts: dict[tuple, list] = {}  # per build key
@@ -380,6 +387,8 @@ class Program:
         rank's arguments do not fit the step (raised on every rank)."""
         arrive(self._comm, repr(self.__name__))
         self._raise_on_every_rank(failure)
+        if self._one_thread is None:  # shapes the code: decided together (compiled/threads.py)
+            self._one_thread = self._comm.allreduce(openmp_threads() == 1, op=MPI.LAND)
         layouts = self._agreed_layouts(values)
         key = self._key(values, layouts)
         if key in self._binaries:
@@ -673,8 +682,16 @@ class Program:
         return self._lowered[key]
 
     def _key(self, values: list[Any], layouts: list) -> tuple:
-        """What a build depends on: ``_build_key``, and whether a profile is on (timers)."""
-        return (*_build_key(values, layouts), profiling.recorder is not None)
+        """What a build depends on: ``_build_key``, whether a profile is on (timers), and
+        whether its maps run sequentially."""
+        return (*_build_key(values, layouts), profiling.recorder is not None, self._sequential())
+
+    def _sequential(self) -> bool:
+        """Whether the step's CPU maps run sequentially (``compiled/threads.py``): as the ranks
+        decided at its first build; before it (``to_sdfg``), as this rank's threads say."""
+        if self._device != "cpu":
+            return False
+        return openmp_threads() == 1 if self._one_thread is None else self._one_thread
 
     def _lower_anew(self, values: list[Any], layouts: list) -> Lowering:
         sdfg = self._parse(values, layouts)
@@ -692,6 +709,7 @@ class Program:
                 self._pack_in_producers,
                 self._in_place_min_bytes,
             )
+            ignore_assigned_names(sdfg)  # before simplify reads the symbols used
             sdfg.simplify(validate=False)  # validated once, before code generation
             report = fuse_exchange_maps(sdfg, lowered.copy_maps)
             report.producers = lowered.producers
@@ -699,11 +717,14 @@ class Program:
                 transform_for_gpu(sdfg, lowered.host_tasklets)
             else:
                 order_maps_by_strides(sdfg)
+                if self._sequential():
+                    run_sequentially(sdfg)
         timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
         functions = sorted(lowered.exchanges) if self._device == "cpu" else []
         if functions:
             share_exchange_functions(sdfg, lowered.exchanges)
             sdfg.append_global_code(COPY_LOOPS)
+        ignore_assigned_names(sdfg)  # the tasklets a GPU step inlined and the timers too
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         add_again_entry(sdfg)
@@ -1026,21 +1047,22 @@ def _check_kinds(names: list[str], values: list[Any]) -> None:
 
 
 def _check_exchanged(names: list[str], values: list[Any], exchanged: list[Exchanged]) -> list:
-    """What the runtime exchange checks of its fields, for the arguments a step exchanges: a
-    ``FieldError`` naming the argument, before anything is posted. Returns what the ranks
-    must pass alike: per exchanged argument, its name and its dtype and levels in words."""
+    """What the runtime exchange checks of its fields, for the arguments a step exchanges,
+    and that no two array arguments share memory: a ``FieldError`` naming the argument,
+    before anything is posted. Returns what the ranks must pass alike: per exchanged
+    argument, its name and its dtype and levels in words."""
     kinds = {}
     for index, plan, _ in exchanged:
         spec = field_spec(plan, values[index], names[index])
         kinds[index] = (names[index], f"{spec.dtype} levels {spec.level_shape}")
-    positions = sorted(kinds)
+    arrays = [i for i, value in enumerate(values) if _is_array(value)]
     check_disjoint(
-        [values[i] for i in positions],
-        [names[i] for i in positions],
-        "a compiled step takes distinct arrays (its code assumes arguments do not alias: "
-        "pass one array once)",
+        [values[i] for i in arrays],
+        [names[i] for i in arrays],
+        "a compiled step takes distinct arrays (its code assumes arguments do not alias, and "
+        "so do the exchanges it places: pass one array once)",
     )
-    return [kinds[i] for i in positions]
+    return [kinds[i] for i in sorted(kinds)]
 
 
 def _first_difference(per_rank: list[list[str]]) -> str | None:

@@ -29,6 +29,8 @@ import numpy as np
 from dace import dtypes
 from dace.properties import CodeBlock
 
+from gt4py_halo.compiled.graph import add_cpp_tasklet
+
 #: Phase of an exchange tasklet, by the end of its label.
 PHASE_OF_LABEL = {
     "_ghex_start": "post",
@@ -175,9 +177,7 @@ def add_timers(sdfg: dace.SDFG, gpu: bool) -> list[tuple[str, str, str]]:
 
 
 def _clock_state(state: dace.SDFGState, code: str) -> None:
-    state.add_tasklet(
-        f"{state.label}_clock", {}, {}, code, language=dtypes.Language.CPP, side_effects=True
-    )
+    add_cpp_tasklet(state, f"{state.label}_clock", {}, {}, code, side_effects=True)
 
 
 def drain(compiled: Any, timers: list[tuple[str, str, str]], step: str) -> list[dict]:

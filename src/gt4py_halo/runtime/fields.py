@@ -13,6 +13,11 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # NumPy < 2.0
+    byte_bounds = np.byte_bounds
+
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec
 from gt4py_halo.errors import FieldError
 
@@ -71,13 +76,19 @@ def check_disjoint(
     cells twice), which no order of writes makes right. Views of one buffer that share
     nothing (``q[..., 0]``, ``q[..., 1]``) are fine."""
     views = [_addresses(a) for a in arrays]
-    for j in range(1, len(views)):
-        for i in range(j):
-            if np.shares_memory(views[i], views[j]):
+    # only arrays whose address ranges overlap can share an element: swept in address order
+    spans = sorted((*byte_bounds(view), k) for k, view in enumerate(views) if view.size)
+    reaching: list[tuple[int, int]] = []  # (end, index) of the spans begun so far
+    for begin, end, k in spans:
+        reaching = [(e, i) for e, i in reaching if e > begin]
+        for _, i in reaching:
+            if np.shares_memory(views[i], views[k]):
+                i, j = sorted((i, k))
                 raise FieldError(
                     f"fields {names[i]} and {names[j]} share memory (the same array, or "
                     f"overlapping views of one buffer); {why}"
                 )
+        reaching.append((end, k))
 
 
 def _addresses(array: Any) -> np.ndarray:

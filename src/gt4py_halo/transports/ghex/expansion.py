@@ -28,11 +28,10 @@ from typing import Any, ClassVar
 import dace
 import dace.library
 import gridtools_cpp
-from dace import dtypes
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
-from gt4py_halo.compiled.graph import connect_whole, nested_for, on_device
+from gt4py_halo.compiled.graph import add_cpp_tasklet, connect_whole, nested_for, on_device
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.nodes import HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
@@ -124,12 +123,12 @@ def _expand(
     field_inputs = [f"in{i}" for i in range(node.spec.field_count)]
     if node.spec.phase == "finish":
         inputs.append(TOKEN_CONNECTOR)
-    tasklet = state.add_tasklet(
+    tasklet = add_cpp_tasklet(
+        state,
         f"{uid}_ghex_{node.spec.phase}",
         inputs + field_inputs,
         outputs,
         "\n".join(lines),
-        language=dtypes.Language.CPP,
         side_effects=True,
         state_fields=state_fields,
         code_exit=f"""{{
@@ -245,7 +244,8 @@ def _unstructured_layout(desc: Any, i: int) -> str:
             return f"{levels}, false, {symstr(desc.strides[1], cpp_mode=True)}"
     raise FieldError(
         f"field {i}: the 'ghex' transport exchanges unstructured fields of one or two axes, "
-        f"contiguous along one of them; got shape {desc.shape}, strides {desc.strides}"
+        f"contiguous along one of them; got {len(desc.shape)} axes"
+        + ("" if len(desc.shape) > 2 else ", neither of unit stride (a strided view?)")
     )
 
 
@@ -257,7 +257,8 @@ def _regular_layout(desc: Any, i: int, axes: int) -> tuple[str, str, str]:
     if not unit:
         raise FieldError(
             f"field {i}: the 'ghex' transport exchanges cartesian fields with an axis of unit "
-            f"stride; got strides {desc.strides} (the 'mpi' transport takes any strides)"
+            "stride; got one of none (a strided view such as a[:, ::2]?; the 'mpi' transport "
+            "takes any strides)"
         )
     extra = axes - len(desc.shape)
     extents = [symstr(n, cpp_mode=True) for n in desc.shape] + ["1"] * extra
