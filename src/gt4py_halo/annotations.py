@@ -118,16 +118,17 @@ class Placed:
     dim: str | None
 
 
-#: How often each array was written by code that tells (``note_written``), by id: a weak
-#: reference to it and the count.
+#: How often the memory of each array that owns its memory was written by code that tells
+#: (``note_written``), by the owner's id: a weak reference to the owner and the count.
 _writes: dict[int, tuple[weakref.ref, int]] = {}
 
 
 def note_written(field: Any) -> None:
-    """``field`` was written: every ``HaloValidity`` that holds its halo valid drops it.
-    Called by annotated programs (what they write) and steps with placed exchanges (what a
-    call leaves stale)."""
-    array = _buffer(field)
+    """``field`` was written: every ``HaloValidity`` that holds its halo valid drops it, and
+    every other view of its memory (a write through ``u[:, :]`` writes ``u``). Called by
+    annotated programs (what they write) and steps with placed exchanges (what a call leaves
+    stale)."""
+    array = _owner(_buffer(field))
     key = id(array)
     ref, count = _writes.get(key, (None, 0))
     if ref is None or ref() is not array:
@@ -167,7 +168,17 @@ def _buffer(field: Any) -> Any:
     return ndarray if ndarray is not None else field
 
 
+def _owner(array: Any) -> Any:
+    """The array that owns the memory ``array`` views (itself if it owns it): NumPy's and
+    CuPy's views name it as their ``base``."""
+    while isinstance(base := getattr(array, "base", None), type(array)):
+        array = base
+    return array
+
+
 def _writes_of(array: Any) -> int:
+    """How often the memory of ``array`` was written (``note_written``)."""
+    array = _owner(array)
     entry = _writes.get(id(array))
     return entry[1] if entry is not None and entry[0]() is array else 0
 

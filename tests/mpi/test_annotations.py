@@ -42,15 +42,21 @@ def fields(diffusion: ModuleType, d: gh.CartesianDecomposition) -> list:
     return [gtx.as_field([diffusion.I, diffusion.J], a) for a in (u, np.zeros_like(u), u * 0)]
 
 
+def torus(diffusion: ModuleType, backend: str | None = None) -> tuple:
+    """The tests' decomposition of ``GLOBAL_SHAPE`` (halo 1, periodic), its exchange, the
+    owned bounds as the example's stencil takes them, and that stencil annotated as reading
+    ``u``'s halo 1 cell wide."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    return d, gh.make_exchange(d, backend), bounds, gh.halo(u=1)(diffusion.diffusion_step)
+
+
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_exchanges_placed_from_annotations_match_hand_placed_ones(diffusion, comm, backend) -> None:
     """Diffuse u into v and back, with an energy diagnostic of u (no halo read) between:
     the one exchange each diffusion needs is placed (the field written before it), none for
     the diagnostic nor for a halo still valid; the bits are those of the hand-placed run."""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d, backend=backend)
-    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
-    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+    d, ex, bounds, diffuse = torus(diffusion, backend)
     energy = gh.halo()(diffusion.energy)
     assert diffuse.writes == {"v"} and energy.writes == {"w"}
 
@@ -100,9 +106,7 @@ def test_a_width_smaller_than_the_program_reads_is_refused(diffusion) -> None:
 
 def test_a_width_wider_than_the_decomposition_halo_is_refused(diffusion, comm) -> None:
     """At the call, on every rank, before anything is posted or computed."""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d)
-    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    d, ex, bounds, _ = torus(diffusion)
     u, v, _ = fields(diffusion, d)
     before = v.asnumpy().copy()
     with (
@@ -146,10 +150,7 @@ def test_compiled_step_with_exchanges_placed_from_annotations(diffusion, comm, b
     halo may be stale (at a loop's head too), none where one was placed by hand, split where
     the field was written in the same block; the bits are those of the hand-placed exchanges
     from Python."""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d, backend=backend)
-    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
-    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+    d, ex, bounds, diffuse = torus(diffusion, backend)
     energy = gh.halo()(diffusion.energy)
 
     @gh.program(comm=comm, exchange=ex)
@@ -182,9 +183,7 @@ def test_exchanges_placed_in_a_method(diffusion, comm, backend) -> None:
     the object and place what the function form places: ``c``, read and never written, is
     exchanged from Python at the first call only (an argument position past ``self``). The
     bits of the same exchanges placed by hand from Python, two calls."""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d, backend=backend)
-    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    d, ex, bounds, _ = torus(diffusion, backend)
 
     class Granule:
         def __init__(self) -> None:
@@ -228,10 +227,7 @@ def test_a_step_that_returns_early_exchanges_what_it_left_stale(diffusion, comm)
     """A call that returns before its last exchange leaves ``u`` stale: the next call
     exchanges it first (the placement follows the ``return``); the bits of the same
     exchanges by hand from Python, calls taking either way."""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d)
-    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
-    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+    d, ex, bounds, diffuse = torus(diffusion)
 
     @gh.program(comm=comm, exchange=ex)
     def step(u, v, i0, i1, j0, j1, stop):
@@ -259,10 +255,7 @@ def test_writes_by_other_steps_and_programs_are_seen(diffusion, comm) -> None:
     after another step with placed exchanges or an annotated program wrote it; under
     ``gh.auto_exchange`` a step's write is seen too. The bits of the same calls with an
     exchange before each read (but the one annotated call made outside auto_exchange)."""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d)
-    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
-    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+    d, ex, bounds, diffuse = torus(diffusion)
 
     @gh.program(comm=comm, exchange=ex)
     def reader(c, u, i0, i1, j0, j1):
@@ -299,6 +292,39 @@ def test_writes_by_other_steps_and_programs_are_seen(diffusion, comm) -> None:
         by_hand(hand_c, hand_u)
     for a, b in zip((c, u), (hand_c, hand_u)):
         np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+def test_a_write_through_a_view_is_a_write_of_the_field(diffusion, comm) -> None:
+    """An annotated program writing ``u[:, :]`` (another array object over ``u``'s memory)
+    writes ``u``: under ``gh.auto_exchange`` its halo is exchanged again before it is read,
+    and so is that of a field a step with placed exchanges reads at entry (both were taken
+    as valid: wrong halos). The bits of the same calls with exchanges placed by hand."""
+    d, ex, bounds, diffuse = torus(diffusion)
+
+    @gh.program(comm=comm, exchange=ex)
+    def reader(c, u, i0, i1, j0, j1):
+        diffuse(c, u, i0, i1, j0, j1)
+
+    u, v, w = fields(diffusion, d)
+    hu, hv, hw = fields(diffusion, d)
+    with gh.auto_exchange(ex) as placed:
+        diffuse(u, v, *bounds)
+        diffuse(v, u[:, :], *bounds)  # writes u through a view
+        diffuse(u, w, *bounds)
+    assert len(placed.exchanges) == 3
+    for a, b in ((hu, hv), (hv, hu), (hu, hw)):
+        ex.exchange(a)
+        diffusion.diffusion_step(a, b, *bounds)
+    reader(u, v, *bounds)
+    diffuse(w, u[:, :], *bounds)  # from Python: nothing exchanged, u written
+    reader(u, v, *bounds)
+    ex.exchange(hu)
+    diffusion.diffusion_step(hu, hv, *bounds)
+    diffusion.diffusion_step(hw, hu, *bounds)
+    ex.exchange(hu)
+    diffusion.diffusion_step(hu, hv, *bounds)
+    for ours, theirs in zip((u, v, w), (hu, hv, hw)):
+        np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
@@ -338,11 +364,9 @@ def test_a_field_given_twice_and_written_through_another_name(diffusion, comm) -
     exchanged once (was the same array twice in one exchange). A compiled step with placed
     exchanges: a field written through another name (``a = u``) is exchanged again before its
     halo is read, and an unannotated program given the scalar bounds runs (a TypeError: the
-    scalars were noted written); the bits of hand-placed exchanges."""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d)
-    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
-    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+    scalars were noted written); the bits of hand-placed exchanges. One field given for two
+    arguments of such a step is refused (the placement took them as distinct: wrong halos)."""
+    d, ex, bounds, diffuse = torus(diffusion)
     u, v, _ = fields(diffusion, d)
     with gh.auto_exchange(ex) as placed:
         gh.halo(a=1, b=1)(_add_shifted)(u, u, v, *bounds)
@@ -374,6 +398,15 @@ def test_a_field_given_twice_and_written_through_another_name(diffusion, comm) -
     for ours, theirs in zip((u, v, w), (hu, hv, hw)):
         np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
 
+    @gh.program(comm=comm, exchange=ex)
+    def two_names(a, b, w, i0, i1, j0, j1):
+        diffuse(w, b, i0, i1, j0, j1)  # writes b
+        diffuse(a, w, i0, i1, j0, j1)  # reads a's halo, taken as not written since entry
+
+    # one field for a and b (here through a view): refused on every rank, before it runs
+    with pytest.raises(gh.FieldError, match="fields a and b share memory"):
+        two_names(u, u[:, :], w, *bounds)
+
 
 @pytest.mark.timeout(300)  # a hang fails
 def test_bad_arguments_on_one_rank_of_a_step_with_placed_exchanges(diffusion, comm) -> None:
@@ -384,10 +417,7 @@ def test_bad_arguments_on_one_rank_of_a_step_with_placed_exchanges(diffusion, co
     step's signature, a read-only field, a field of another shape and the same field given
     twice, on the last rank only, at the first call and after a build: an error on every
     rank; then an agreeing call is exact."""
-    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True)
-    ex = gh.make_exchange(d)
-    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
-    diffuse = gh.halo(u=1)(diffusion.diffusion_step)
+    d, ex, bounds, diffuse = torus(diffusion)
 
     @gh.program(comm=comm, exchange=ex)
     def step(u, v, w, i0, i1, j0, j1):
