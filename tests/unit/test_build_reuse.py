@@ -108,6 +108,23 @@ def test_a_library_left_truncated_is_built_again(tmp_path):
         assert library.stat().st_size == len(whole)
 
 
+def test_a_saved_sdfg_left_truncated_is_built_again(tmp_path):
+    """A build folder whose saved SDFG (``program.sdfgz``, read to load the build) is not
+    whole, its library whole: every later run died reading it (a bare ``EOFError``, records
+    or not). The build is made again."""
+    total, built = run_step(tmp_path, "2.0")
+    (library,) = (p for p in built if p.name.startswith("libstep_"))
+    saved = library.parent.parent / "program.sdfgz"
+    whole = saved.read_bytes()
+    for records in (True, False):
+        saved.write_bytes(whole[:1000])
+        if not records:
+            for record in tmp_path.rglob("gt4py_halo_steps/*.json"):
+                record.unlink()
+        assert run_step(tmp_path, "2.0")[0] == total
+        assert len(saved.read_bytes()) > 1000
+
+
 def test_a_cache_folder_that_cannot_be_written_keeps_nothing(tmp_path):
     """Where the step records and translations cannot be written, the step still builds and
     runs (a warning); nothing is kept."""

@@ -6,7 +6,8 @@ folders. So a cache file is written whole or not at all (a temporary file rename
 build folder is locked while a step is built in it (DaCe, told to reuse what a folder holds,
 would load another job's library half written); and a library that is not whole (a build
 killed while linking, a full disk: loading one ends the process with a bus error) is built
-again. A cache folder that cannot be written (read-only, full) only means that nothing is
+again, as is a build whose saved SDFG (``program.sdfgz``, which loading the build reads) is
+not whole. A cache folder that cannot be written (read-only, full) only means that nothing is
 kept there: the run goes on, with a warning. A binary is kept for the libraries it was linked
 against (``linked_libraries``): another MPI (a module swapped on a cluster) or another GHEX
 builds anew, where loading the old binary could crash.
@@ -17,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import gzip
 import importlib.metadata
 import os
 import struct
 import tempfile
 import warnings
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,15 +71,31 @@ def write_whole(path: Path, data: bytes) -> None:
 @contextlib.contextmanager
 def building_in(folder: str) -> Iterator[None]:
     """While a step is built in DaCe's build folder ``folder``: other jobs building in it wait
-    (a lock file beside it), and a library there that is not whole is removed (built again)."""
+    (a lock file beside it), and a library there that is not whole is removed (built again),
+    as are the SDFG and every library of a build whose saved SDFG is not whole."""
     path = Path(folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f"{path.name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
+        saved = path / "program.sdfgz"
+        broken = saved.exists() and not whole_gzip(saved)
         for library in path.glob("build/lib*.so"):
-            if not whole_library(library):
+            if broken or not whole_library(library):
                 library.unlink()
+        if broken:
+            saved.unlink()
         yield
+
+
+def whole_gzip(path: Path) -> bool:
+    """Whether ``path`` holds a whole gzip stream (read through: its end and checksum)."""
+    try:
+        with gzip.open(path, "rb") as file:
+            while file.read(1 << 20):
+                pass
+    except (OSError, EOFError, zlib.error):
+        return False
+    return True
 
 
 def whole_library(path: Path) -> bool:

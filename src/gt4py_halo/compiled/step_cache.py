@@ -42,7 +42,12 @@ import gt4py
 import numpy as np
 from dace.frontend.python import preprocessing
 
-from gt4py_halo.compiled.cache_files import linked_libraries, whole_library, write_whole
+from gt4py_halo.compiled.cache_files import (
+    linked_libraries,
+    whole_gzip,
+    whole_library,
+    write_whole,
+)
 from gt4py_halo.compiled.convertible import process_prefix
 from gt4py_halo.compiled.gt4py_translations import dace_settings, program_key
 
@@ -149,7 +154,7 @@ def load(key: StepKey) -> Record | None:
         return None
     built = Path(record.folder)
     libraries = list(built.glob("build/lib*.so"))
-    if not (built / "program.sdfgz").is_file() or not libraries:
+    if not libraries or not whole_gzip(built / "program.sdfgz"):
         return None
     return record if all(map(whole_library, libraries)) else None
 
