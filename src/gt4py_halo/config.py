@@ -38,8 +38,8 @@ def profile_and_source(explicit: str | os.PathLike | None = None) -> tuple[str |
 
 
 def _configured(key: str, variable: str) -> tuple[str, str] | None:
-    from_env = os.environ.get(variable)
-    if from_env:
+    from_env = os.environ.get(variable, "")
+    if from_env.strip():  # (set but blank: unset, as for the table's value)
         return from_env, f"the environment variable {variable}"
     pyproject = Path.cwd() / "pyproject.toml"
     if not pyproject.is_file():
@@ -47,7 +47,7 @@ def _configured(key: str, variable: str) -> tuple[str, str] | None:
     try:
         with pyproject.open("rb") as f:
             tools = tomllib.load(f).get("tool", {})
-    except (OSError, tomllib.TOMLDecodeError) as error:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(
             f"{pyproject} cannot be read as TOML ({error}); gt4py_halo reads its "
             "[tool.gt4py_halo] settings there"
@@ -63,4 +63,6 @@ def _configured(key: str, variable: str) -> tuple[str, str] | None:
         raise ConfigError(
             f"[tool.gt4py_halo] {key} in {pyproject} is {table[key]!r}; it takes a string"
         )
+    if not table[key].strip():
+        return None
     return table[key], f"[tool.gt4py_halo] {key} in {pyproject}"

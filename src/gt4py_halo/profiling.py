@@ -52,7 +52,7 @@ from typing import Any, Self
 from mpi4py import MPI
 
 from gt4py_halo.config import profile_and_source
-from gt4py_halo.decomposition.collective import raise_on_all_ranks
+from gt4py_halo.decomposition.collective import check_ranks_agree, raise_on_all_ranks
 from gt4py_halo.errors import ProfileError, RanksDisagreeError
 
 #: The profile in progress on this process, or None: what the exchanges test.
@@ -139,11 +139,14 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
 
     def __enter__(self) -> Self:
         """Collectively: a ``ProfileError`` on every rank if one cannot profile (a profile on
-        already, no viztracer, rank 0 cannot make the folder), else the profile is on."""
+        already, no viztracer, rank 0 cannot make the folder), a ``RanksDisagreeError`` if
+        the ranks name different folders (rank 0's alone would be written), else the profile
+        is on."""
         problem = self._cannot_start()
         if problem is None and self.comm.rank == 0:
             problem = self._folder_problem()
         raise_on_all_ranks(self.comm, problem, ProfileError)
+        check_ranks_agree(self.comm, "gh.profile", folder=str(self.folder))
         self._comm = self.comm.Dup()  # the clock ping-pongs never meet the user's receives
         self._begin()
         return self
@@ -352,25 +355,29 @@ def _profile_whole_run() -> None:
 
 def agree_on_whole_run(comm: MPI.Comm) -> None:
     """Collectively over ``comm`` (a decomposition's): a ``RanksDisagreeError`` on every rank
-    if some profile the whole run and others do not (those that do drop their profile, so
-    that no exit waits for the others), a ``ProfileError`` if rank 0 cannot write it. Over
-    all ranks of the world, the profile is confirmed: it gets its communicator."""
+    if some profile the whole run and others do not, or into other folders (those that do
+    drop their profile, so that no exit waits for the others), a ``ProfileError`` if rank 0
+    cannot write it. Over all ranks of the world, the profile is confirmed: it gets its
+    communicator."""
     global _whole_run
     whole = _whole_run
     confirming = whole is not None and whole._comm is None and comm.size == MPI.COMM_WORLD.size
     problem = whole._folder_problem() if confirming and MPI.COMM_WORLD.rank == 0 else None
-    everyone = comm.allgather((whole is not None, problem))
-    on = [rank for rank, (profiling, _) in enumerate(everyone) if profiling]
+    everyone = comm.allgather((None if whole is None else str(whole.folder), problem))
+    on = [rank for rank, (folder, _) in enumerate(everyone) if folder is not None]
+    folders = {folder for folder, _ in everyone if folder is not None}
     problems = [p for _, p in everyone if p is not None]
-    if (on and len(on) < comm.size) or problems:
+    if (on and len(on) < comm.size) or len(folders) > 1 or problems:
         if whole is not None:
             whole._stop()
             _whole_run = None
         if problems:
             raise ProfileError(problems[0])
+        where = "; ".join(f"rank {rank}: {everyone[rank][0]}" for rank in on[:8])
         raise RanksDisagreeError(
             "ranks disagree on profiling the whole run (GT4PY_HALO_PROFILE, [tool.gt4py_halo] "
-            f"profile): on at ranks {_ranks(on)} of {comm.size}; the profile is dropped"
+            f"profile): on at ranks {_ranks(on)} of {comm.size} ({where}); the profile is "
+            "dropped"
         )
     if confirming:
         whole._comm = MPI.COMM_WORLD.Dup()

@@ -203,6 +203,10 @@ def test_a_profile_that_cannot_start_on_one_rank_raises_on_every_rank(comm, tmp_
     with pytest.raises(gh.ProfileError, match="rank 0: cannot make the profile's folder"):
         gh.profile(blocked / "profile", comm=comm).__enter__()
     assert gh.profiling.recorder is None
+    if comm.size > 1:  # a folder per rank: rank 0's alone would be written
+        with pytest.raises(gh.RanksDisagreeError, match="gh.profile: ranks disagree on\n  folder"):
+            gh.profile(Path(folder) / f"rank{comm.rank}", comm=comm).__enter__()
+        assert gh.profiling.recorder is None
 
 
 def test_profiles_of_groups_of_ranks_into_one_folder(comm, tmp_path) -> None:
@@ -244,6 +248,13 @@ def test_a_whole_run_profile_on_some_ranks_only(comm, tmp_path, monkeypatch) -> 
         profiling._profile_whole_run()
     if comm.size > 1:
         with pytest.raises(gh.RanksDisagreeError, match=f"on at ranks {comm.size - 1} of"):
+            gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+        assert profiling.recorder is None and profiling._whole_run is None
+        # on everywhere, the last rank into another folder: dropped on every rank
+        other = f"{folder}/other"
+        monkeypatch.setenv(PROFILE_VARIABLE, other if comm.rank == comm.size - 1 else folder)
+        profiling._profile_whole_run()
+        with pytest.raises(gh.RanksDisagreeError, match=f"rank {comm.size - 1}: {other}"):
             gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
         assert profiling.recorder is None and profiling._whole_run is None
     monkeypatch.setenv(PROFILE_VARIABLE, folder)

@@ -7,7 +7,12 @@ import pytest
 
 import gt4py_halo as gh
 from gt4py_halo import transports
-from gt4py_halo.config import ENV_VARIABLE, backend_and_source
+from gt4py_halo.config import (
+    ENV_VARIABLE,
+    PROFILE_VARIABLE,
+    backend_and_source,
+    profile_and_source,
+)
 from gt4py_halo.transports import TRANSPORTS, Transport
 
 
@@ -37,17 +42,28 @@ def test_pyproject_of_the_working_directory(workdir):
         ("[tool.gt4py_halo\n", "cannot be read as TOML"),
         ('[tool]\ngt4py_halo = "ghex"\n', "tool.gt4py_halo in .* is a str, not a table"),
         ("[tool.gt4py_halo]\nbackend = 1\n", "backend in .* is 1; it takes a string"),
+        ('[tool.gt4py_halo]\nbackend = "\xff"\n'.encode("latin-1"), "cannot be read as TOML"),
     ],
 )
 def test_a_pyproject_that_cannot_be_read_is_named(workdir, text, match):
-    """Never a raw TOML error, nor a setting silently ignored or turned into a string."""
-    (workdir / "pyproject.toml").write_text(text)
+    """Never a raw TOML (or UTF-8) error, nor a setting silently ignored or turned into a
+    string."""
+    (workdir / "pyproject.toml").write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(gh.ConfigError, match=match):
         configured_backend()
 
 
 def test_a_pyproject_without_settings_of_ours_is_fine(workdir):
     (workdir / "pyproject.toml").write_text('tool = 1\n[project]\nname = "x"\n')
+    assert configured_backend() == "mpi"
+
+
+def test_blank_settings_are_unset(workdir, monkeypatch):
+    """A blank value says nothing, in the environment as in the table: no profile into the
+    working directory, the next source's backend."""
+    (workdir / "pyproject.toml").write_text('[tool.gt4py_halo]\nprofile = ""\nbackend = " "\n')
+    monkeypatch.setenv(PROFILE_VARIABLE, " ")
+    assert profile_and_source() == (None, "the default (off)")
     assert configured_backend() == "mpi"
 
 

@@ -54,7 +54,9 @@ def make_transport(
     ``"auto"`` picks the first of ``AUTO_ORDER`` installed on every rank.
     """
     comm = decomposition.comm
-    check_ranks_agree(comm, "make_exchange", backend=name)
+    check_ranks_agree(
+        comm, "make_exchange", backend=name.lower() if isinstance(name, str) else name
+    )
     if isinstance(name, str) and name.lower() == "auto":
         per_rank = comm.allgather([c for c in AUTO_ORDER if installed(c)])
         name = next(c for c in AUTO_ORDER if all(c in found for found in per_rank))
