@@ -42,8 +42,9 @@ except ImportError as error:
     ) from error
 
 from gt4py_halo import _native
+from gt4py_halo.decomposition.collective import raise_on_all_ranks
 from gt4py_halo.decomposition.unstructured import UnstructuredDecomposition
-from gt4py_halo.errors import DecompositionError, FieldError
+from gt4py_halo.errors import FieldError
 from gt4py_halo.runtime.exchange import Exchange as _Exchange
 from gt4py_halo.runtime.exchange import ExchangeHandle
 from gt4py_halo.runtime.fields import as_array
@@ -64,18 +65,20 @@ class Exchange(definitions.ExchangeRuntime):
     ) -> None:
         info = decomposition_info.as_host()
         self._dims = {dim.value: dim for dim in dims.horizontal_dims()}
+        # ICON4Py's single-node properties have no communicator: this process alone
+        comm = MPI.COMM_SELF if process_props.comm is None else process_props.comm
+        problem = None
         try:
             local_gids = {
                 name: (info.global_index(dim), np.asarray(info.owner_mask(dim), dtype=bool))
                 for name, dim in self._dims.items()
             }
         except KeyError as error:
-            raise DecompositionError(
+            problem = (
                 f"the DecompositionInfo has no {error} dim; ICON4Py's exchange runtime takes "
                 f"all of {', '.join(self._dims)}"
-            ) from None
-        # ICON4Py's single-node properties have no communicator: this process alone
-        comm = MPI.COMM_SELF if process_props.comm is None else process_props.comm
+            )
+        raise_on_all_ranks(comm, problem)  # the others would wait in the collective below
         self.decomposition = UnstructuredDecomposition.from_local_gids(local_gids, comm=comm)
         #: the gt4py_halo exchange underneath (``.backend``: the transport in use)
         self.exchange_runtime = _Exchange(self.decomposition, backend)

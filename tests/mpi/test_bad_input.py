@@ -481,6 +481,28 @@ def test_compiled_ghex_step_of_a_view_without_unit_stride(comm):
     assert "__strides" not in str(raised.value)
 
 
+def test_compiled_step_of_an_exchange_of_a_view(comm):
+    """An alias (``x = u``) or a slice (``q[..., 0]``) exchanged in a step: a ``ProgramError``
+    that says what to exchange instead, on every rank (a raw DaCe validation error at the
+    build, and an invalid SDFG written into the working directory)."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def alias(u):
+        x = u
+        ex.exchange(x)
+
+    @gh.program(comm=comm)
+    def sliced(q):
+        ex.exchange(q[:, :, 0])
+
+    with pytest.raises(gh.ProgramError, match="an exchange of 'x', a view of an argument"):
+        alias(filled_local(d, (), np.float64))
+    with pytest.raises(gh.ProgramError, match="a view of an argument"):
+        sliced(filled_local(d, (2,), np.float64))
+
+
 def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     """A list (which DaCe would convert into a temporary array that a repeated call reads and
     writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the

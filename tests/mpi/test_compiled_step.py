@@ -225,6 +225,32 @@ def test_loops_counting_with_names_the_exchanges_use(diffusion: ModuleType, comm
     np.testing.assert_array_equal(v.asnumpy(), y.asnumpy())
 
 
+def test_python_ints_where_a_gt4py_program_takes_int32(diffusion: ModuleType, comm) -> None:
+    """Bounds passed as Python ints, and one from a local constant of the step: DaCe types
+    them int64, the GT4Py program takes int32 (GT4Py's check of the types, an ``assert``,
+    refused them without a message, but under ``python -O``); converted as GT4Py converts
+    them from Python. The bits of the same call from Python with ``gtx.int32`` bounds; uneven
+    blocks, GT4Py's default fields."""
+    d, _ = shared_step(diffusion, comm, stencil_packs=False)
+    ex = gh.make_exchange(d)
+    stencil = diffusion.diffusion_step
+    assert d.owned[1].start == 1  # the constant below
+
+    @gh.program(comm=comm)
+    def plain(u, v, i0, i1, j0, j1):
+        first = 1
+        ex.exchange(u)
+        stencil(u, v, i0, i1, first, j1)
+
+    u, v, _ = initial_fields(diffusion, d)
+    x, y, _ = initial_fields(diffusion, d)
+    plain(u, v, *[int(b) for b in bounds(d)])
+    ex.exchange(x)
+    stencil(x, y, *bounds(d))
+    np.testing.assert_array_equal(u.asnumpy(), x.asnumpy())
+    np.testing.assert_array_equal(v.asnumpy(), y.asnumpy())
+
+
 @at_most_ranks(3, "which rank lacks the record does not change beyond")
 def test_a_step_made_again_loads_its_build_without_parsing(
     diffusion: ModuleType, comm, monkeypatch
@@ -1246,7 +1272,10 @@ def test_compiled_exchange_data_releases_its_communicator(comm) -> None:
 
 
 def test_split_phase_misuse_is_a_clear_error(comm) -> None:
-    """A start never finished, or finished twice, is refused when the step is parsed."""
+    """A start never finished, or finished twice, or finished in another block (a loop body or
+    branch the start is not in, or the other way round: finished more or less often than
+    started; with `mpi` a false disagreement of the ranks, with `ghex` the job aborted) is
+    refused when the step is parsed."""
     d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)
     ex = gh.make_exchange(d)
 
@@ -1274,7 +1303,30 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
         h.finish()
         h.finish()
 
+    @gh.program(comm=comm)
+    def pipelined(a, n):
+        h = ex.start(a)
+        for _ in range(n):
+            h.finish()
+            h = ex.start(a)
+        h.finish()
+
+    @gh.program(comm=comm)
+    def started_in_a_loop(a, n):
+        for _ in range(n):
+            h = ex.start(a)
+        h.finish()
+
+    @gh.program(comm=comm)
+    def finished_in_a_branch(a, n):
+        h = ex.start(a)
+        if n > 0:
+            h.finish()
+
     a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
+    for misplaced in (pipelined, started_in_a_loop, finished_in_a_branch):
+        with pytest.raises(gh.ProgramError, match="finish\\(\\) in another block"):
+            misplaced(a, 3)
     with pytest.raises(gh.ProgramError, match="started .* but never finished"):
         never_finished(a)
     with pytest.raises(gh.ProgramError, match="finish\\(\\) called twice"):

@@ -233,3 +233,15 @@ def test_single_node_properties_are_this_process_alone(info):
     array = np.arange(len(mine.global_index(dims.CellDim)), dtype=np.float64)
     runtime.exchange(dims.CellDim, array)
     np.testing.assert_array_equal(array, np.arange(len(array)))
+
+
+@pytest.mark.timeout(300)  # a hang fails
+def test_a_dim_missing_on_one_rank_is_refused_on_every_rank(props, info):
+    """A ``DecompositionInfo`` without the vertices on the last rank: a ``DecompositionError``
+    on every rank (the others waited for good in the decomposition's collective)."""
+    partial = definitions.DecompositionInfo()
+    last = props.comm.Get_rank() == props.comm.Get_size() - 1
+    for dim in DIMS[:2] if last else DIMS:
+        partial.set_dimension(dim, info.global_index(dim), info.owner_mask(dim), None)
+    with pytest.raises(gh.DecompositionError, match="has no .*Vertex.* dim"):
+        gh_icon4py.create_exchange(props, partial)

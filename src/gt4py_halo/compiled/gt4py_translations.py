@@ -19,6 +19,7 @@ in memory only; one that cannot be fingerprinted at all is translated as before.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import pickle
@@ -35,6 +36,7 @@ from gt4py.next.otf import arguments, toolchain, workflow
 from gt4py.next.program_processors.runners.dace import program as dace_program
 
 from gt4py_halo.compiled.cache_files import write_whole
+from gt4py_halo.errors import ProgramError
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +65,44 @@ def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
     # lines it finds are GT4Py's own); ``inspect`` scans every module for a frame of a script
     # run by ``runpy`` (``python -m mpi4py script.py``): two thirds more time per translation.
     # The setting is part of the key (``dace_settings``).
+    args = tuple(_declared_integers(self, list(args)))
     with dace.config.set_temporary("compiler", "lineinfo", value="none"):
-        return _translated(self, args, kwargs)
+        try:
+            return _translated(self, args, kwargs)
+        except AssertionError as error:  # GT4Py's check of DaCe's argument types, no message
+            seen = ", ".join(_type_in_step(a) for a in (*args, *kwargs.values()))
+            raise ProgramError(
+                f"GT4Py program {getattr(self, '__name__', self)!r} does not take the types "
+                f"the step passes it ({seen})"
+            ) from error
+
+
+def _declared_integers(self: dace_program.Program, values: list[Any]) -> list[Any]:
+    """``values``, each integer scalar given the integer type the program declares for it.
+
+    DaCe types a Python int, and a local integer constant of the step, as ``int64``; GT4Py's
+    programs mostly take ``int32`` (domain bounds), and GT4Py, called from Python, converts
+    such an argument, as the compiled step does (C's conversion into the program's scalar:
+    values must fit, as they must from Python). GT4Py's check of DaCe's types (an ``assert``,
+    without a message) refused them, except under ``python -O``."""
+    stage = getattr(self, "past_stage", None)
+    params = getattr(getattr(stage, "past_node", None), "params", None) or []
+    converted = []
+    for value, param in itertools.zip_longest(values, params[: len(values)]):
+        declared = getattr(getattr(param, "type", None), "kind", None)
+        if (
+            isinstance(value, dace.data.Scalar)
+            and declared is not None
+            and declared.name in _INTEGERS
+            and value.dtype in _INTEGERS.values()
+        ):
+            value = dace.data.Scalar(_INTEGERS[declared.name])
+        converted.append(value)
+    return converted
+
+
+#: GT4Py's integer scalar kinds, by name, and DaCe's types of them.
+_INTEGERS = {"INT32": dace.int32, "INT64": dace.int64}
 
 
 def _translated(self: dace_program.Program, args: tuple, kwargs: dict) -> dace.SDFG:
@@ -86,6 +124,15 @@ def _translated(self: dace_program.Program, args: tuple, kwargs: dict) -> dace.S
     sdfg.gt4py_program_input_fields, sdfg.gt4py_program_output_fields = dict(kept[1]), dict(kept[2])
     self.sdfg_closure_cache["arrays"] = sdfg.arrays  # what __sdfg_closure__ reads
     return sdfg
+
+
+def _type_in_step(value: Any) -> str:
+    """The type DaCe gave an argument of a GT4Py program called in a step, in words."""
+    if isinstance(value, dace.data.Array):
+        return f"{value.dtype.to_string()} array of {len(value.shape)} axes"
+    if isinstance(value, dace.data.Data):
+        return value.dtype.to_string()
+    return type(value).__name__
 
 
 def _key(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple[str | None, bool]:

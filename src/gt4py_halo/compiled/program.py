@@ -664,6 +664,7 @@ class Program:
             ) from error
         check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
         sdfg.simplify(validate=False)  # validated once, before code generation
+        _check_no_views(sdfg, self.__name__)
         return sdfg
 
     def _located(self, message: str) -> str:
@@ -993,6 +994,25 @@ def _outline(sdfg: dace.SDFG) -> list[str]:
         elif isinstance(node, (dace.nodes.MapEntry, dace.nodes.LibraryNode)):
             found.append(f"{type(node).__name__} {node.label}")
     return found
+
+
+def _check_no_views(sdfg: dace.SDFG, step: str) -> None:
+    """A ``ProgramError`` for an exchange of a view of an argument in the parsed step: its
+    lowering took the view for the array (a raw DaCe validation error at the build)."""
+    for node, state in sdfg.all_nodes_recursive():
+        if not isinstance(node, EXCHANGE_NODES):
+            continue
+        for edge in state.in_edges(node):
+            source = edge.src
+            if isinstance(source, dace.nodes.AccessNode) and isinstance(
+                state.sdfg.arrays[source.data], dace.data.View
+            ):
+                raise ProgramError(
+                    f"{step}: an exchange of {source.data!r}, a view of an argument (an alias "
+                    "such as `x = u`, or a slice such as `q[..., 0]`): a compiled step exchanges "
+                    "its arguments themselves (`ex.exchange(u)`; a slice: pass it as an "
+                    "argument of its own)"
+                )
 
 
 def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[Exchanged]:

@@ -6,7 +6,8 @@ finds ``finish`` (method replacements are looked up by the descriptor's class na
 replacement below finds the start that wrote the token and adds the ``phase="finish"`` node
 for the same fields, plan arrays and ``uid``, reading the token: a data edge orders the
 finish after the start, and the code between them (interior stencils) may run while the
-messages travel.
+messages travel. Both are in the same block of the step (the same loop body or branch, or
+both outside any), so that each start runs as often as its finish.
 
 Lowering then gives every pair the receive buffers they share (``connect_pairs``): persistent
 transients of the SDFG holding both nodes, written by the start's MPI requests and read by
@@ -23,6 +24,7 @@ from typing import Any
 import dace
 from dace.frontend.common import op_repository as oprepo
 from dace.frontend.python.common import DaceSyntaxError
+from dace.sdfg.state import ConditionalBlock, LoopRegion
 
 from gt4py_halo.compiled.message_buffers import message_buffers
 from gt4py_halo.compiled.phases import TOKEN
@@ -50,6 +52,15 @@ def _finish(visitor: Any, sdfg: dace.SDFG, state: dace.SDFGState, token: str) ->
     token, start_state, start_call, copy_edges = found
     if getattr(sdfg.arrays[token], "finished", False):
         raise DaceSyntaxError(visitor, None, "finish() called twice on one split-phase exchange")
+    if _repeated_in(state) != _repeated_in(start_state):
+        raise DaceSyntaxError(
+            visitor,
+            None,
+            "finish() in another block than the ex.start(...) it finishes (one in a loop body "
+            "or a branch the other is not in): one would run more often than the other (a "
+            "start in a loop finished after it, or a start before a loop finished in it). "
+            "Start and finish a split-phase exchange in the same block",
+        )
     sdfg.arrays[token].finished = True
     for copy_state, e in copy_edges:  # the finish reads the start's own token: the copy is dead
         copy_state.remove_edge(e)
@@ -107,6 +118,18 @@ def _start_holding(sdfg: dace.SDFG, token: str) -> tuple[str, dace.SDFGState, An
     if found is None or found[3]:
         return None
     return (*found[:3], [(state, e) for e in edges])
+
+
+def _repeated_in(state: dace.SDFGState) -> list[int]:
+    """The loop bodies and branches around ``state`` in its SDFG, innermost first (by
+    identity): what decides how often it runs. DaCe's regions of function calls do not."""
+    around = []
+    graph = state.parent_graph
+    while not isinstance(graph, dace.SDFG):
+        if isinstance(graph, LoopRegion) or isinstance(graph.parent_graph, ConditionalBlock):
+            around.append(id(graph))
+        graph = graph.parent_graph
+    return around
 
 
 def _finish_sdfg(start_sdfg: dace.SDFG) -> dace.SDFG:
