@@ -230,7 +230,8 @@ def test_python_ints_where_a_gt4py_program_takes_int32(diffusion: ModuleType, co
     them int64, the GT4Py program takes int32 (GT4Py's check of the types, an ``assert``,
     refused them without a message, but under ``python -O``); converted as GT4Py converts
     them from Python. The bits of the same call from Python with ``gtx.int32`` bounds; uneven
-    blocks, GT4Py's default fields."""
+    blocks, GT4Py's default fields. Fields of another dtype than the program's: a
+    ``ProgramError`` naming the types (GT4Py's ``assert``, without a message)."""
     d, _ = shared_step(diffusion, comm, stencil_packs=False)
     ex = gh.make_exchange(d)
     stencil = diffusion.diffusion_step
@@ -249,6 +250,11 @@ def test_python_ints_where_a_gt4py_program_takes_int32(diffusion: ModuleType, co
     stencil(x, y, *bounds(d))
     np.testing.assert_array_equal(u.asnumpy(), x.asnumpy())
     np.testing.assert_array_equal(v.asnumpy(), y.asnumpy())
+    single = [
+        gtx.as_field([diffusion.I, diffusion.J], f.asnumpy().astype(np.float32)) for f in (u, v)
+    ]
+    with pytest.raises(gh.ProgramError, match="does not take the types .*float32 array"):
+        plain(*single, *bounds(d))
 
 
 @at_most_ranks(3, "which rank lacks the record does not change beyond")
