@@ -34,6 +34,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
+
 from gt4py_halo.errors import ProgramError
 
 #: The auto-exchange in effect (``auto_exchange``), or None.
@@ -170,8 +172,10 @@ def _buffer(field: Any) -> Any:
 
 def _owner(array: Any) -> Any:
     """The array that owns the memory ``array`` views (itself if it owns it): NumPy's and
-    CuPy's views name it as their ``base``."""
-    while isinstance(base := getattr(array, "base", None), type(array)):
+    CuPy's views name it as their ``base`` (a view of a subclass too). Writes are counted
+    per owner: a write through any view makes every array over that memory stale, those
+    that share no element with it too (an exchange more, never a halo taken as valid)."""
+    while isinstance(base := getattr(array, "base", None), (np.ndarray, type(array))):
         array = base
     return array
 

@@ -135,8 +135,13 @@ def warn_if_oversubscribed() -> None:
 
 def openmp_threads() -> int:
     """The threads an OpenMP parallel region of this process starts: ``OMP_NUM_THREADS``
-    (its first level), else OpenMP's default, one per core this process may run on."""
-    return _first_int(("OMP_NUM_THREADS",), default=len(os.sched_getaffinity(0)))
+    (its first level), else OpenMP's default, one per core this process may run on (where
+    the system says which: Linux; else one per core)."""
+    threads = _first_int(("OMP_NUM_THREADS",), default=0)
+    if threads:
+        return threads
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _first_int(names: tuple[str, ...], default: int) -> int:

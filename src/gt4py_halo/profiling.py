@@ -132,6 +132,7 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
                 "GT4PY_HALO_PROFILE, or [tool.gt4py_halo] profile in pyproject.toml"
             )
         self.folder = Path(path).absolute()  # where the run started, whatever it does
+        self._named = os.fspath(path)  # as given: what the ranks compare (mounts may differ)
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self._comm: MPI.Comm | None = None  # its own, while on
         self._tracer: Any = None
@@ -146,7 +147,7 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
         if problem is None and self.comm.rank == 0:
             problem = self._folder_problem()
         raise_on_all_ranks(self.comm, problem, ProfileError)
-        check_ranks_agree(self.comm, "gh.profile", folder=str(self.folder))
+        check_ranks_agree(self.comm, "gh.profile", folder=self._named)
         self._comm = self.comm.Dup()  # the clock ping-pongs never meet the user's receives
         self._begin()
         return self
@@ -363,7 +364,7 @@ def agree_on_whole_run(comm: MPI.Comm) -> None:
     whole = _whole_run
     confirming = whole is not None and whole._comm is None and comm.size == MPI.COMM_WORLD.size
     problem = whole._folder_problem() if confirming and MPI.COMM_WORLD.rank == 0 else None
-    everyone = comm.allgather((None if whole is None else str(whole.folder), problem))
+    everyone = comm.allgather((None if whole is None else whole._named, problem))
     on = [rank for rank, (folder, _) in enumerate(everyone) if folder is not None]
     folders = {folder for folder, _ in everyone if folder is not None}
     problems = [p for _, p in everyone if p is not None]

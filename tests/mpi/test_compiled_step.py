@@ -172,7 +172,9 @@ def test_a_step_on_one_thread_per_rank_has_no_parallel_region(
     step's maps run sequentially, its code has no OpenMP region. One rank running two: every
     rank builds with OpenMP (the ranks decide together at the first build: it shapes the
     code). Both give the bits of the runtime path, halos included; uneven blocks, GT4Py's
-    default fields."""
+    default fields. New arrays of those shapes take the same instance on every rank (a rank
+    whose threads said otherwise than the ranks decided made an instance of its own, alone:
+    with GHEX, its setup waited for the others)."""
     more = threads == "two-on-rank-0" and comm.rank == 0
     monkeypatch.setenv("OMP_NUM_THREADS", "2" if more else "1")  # read at the first build
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
@@ -189,6 +191,11 @@ def test_a_step_on_one_thread_per_rank_has_no_parallel_region(
         run_from_python(diffusion, ex, x, y, z, *bounds(d))
     np.testing.assert_array_equal(u.asnumpy(), x.asnumpy())
     np.testing.assert_array_equal(w.asnumpy(), z.asnumpy())
+    x, y, z = initial_fields(diffusion, d)
+    for _ in range(CALLS):
+        step(x, y, z, *bounds(d))
+    np.testing.assert_array_equal(u.asnumpy(), x.asnumpy())
+    assert len(step._builds) == 1
 
 
 def test_loops_counting_with_names_the_exchanges_use(diffusion: ModuleType, comm) -> None:
@@ -241,7 +248,7 @@ def test_python_ints_where_a_gt4py_program_takes_int32(diffusion: ModuleType, co
     def plain(u, v, i0, i1, j0, j1):
         first = 1
         ex.exchange(u)
-        stencil(u, v, i0, i1, first, j1)
+        stencil(u, v, i0, i1, first, j1=j1)  # (a keyword too)
 
     u, v, _ = initial_fields(diffusion, d)
     x, y, _ = initial_fields(diffusion, d)

@@ -4,6 +4,7 @@ different step gets a build of its own."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -109,15 +110,18 @@ def test_a_library_left_truncated_is_built_again(tmp_path):
 
 
 def test_a_saved_sdfg_left_truncated_is_built_again(tmp_path):
-    """A build folder whose saved SDFG (``program.sdfgz``, read to load the build) is not
-    whole, its library whole: every later run died reading it (a bare ``EOFError``, records
-    or not). The build is made again."""
+    """A build folder whose saved SDFG (``program.sdfgz``, read to load the build) is cut
+    short, empty or gone, its library whole: every later run died reading it (a bare
+    ``EOFError``, records or not). The build is made again."""
     total, built = run_step(tmp_path, "2.0")
     (library,) = (p for p in built if p.name.startswith("libstep_"))
     saved = library.parent.parent / "program.sdfgz"
     whole = saved.read_bytes()
-    for records in (True, False):
-        saved.write_bytes(whole[:1000])
+    for records, left in itertools.product((True, False), (1000, 0, None)):
+        if left is None:
+            saved.unlink()
+        else:
+            saved.write_bytes(whole[:left])
         if not records:
             for record in tmp_path.rglob("gt4py_halo_steps/*.json"):
                 record.unlink()

@@ -72,30 +72,34 @@ def write_whole(path: Path, data: bytes) -> None:
 def building_in(folder: str) -> Iterator[None]:
     """While a step is built in DaCe's build folder ``folder``: other jobs building in it wait
     (a lock file beside it), and a library there that is not whole is removed (built again),
-    as are the SDFG and every library of a build whose saved SDFG is not whole."""
+    as are the SDFG and every library of a build whose saved SDFG is missing or not whole
+    (loading the build reads it)."""
     path = Path(folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f"{path.name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
         saved = path / "program.sdfgz"
-        broken = saved.exists() and not whole_gzip(saved)
-        for library in path.glob("build/lib*.so"):
+        libraries = list(path.glob("build/lib*.so"))
+        broken = (saved.exists() or bool(libraries)) and not whole_gzip(saved)
+        for library in libraries:
             if broken or not whole_library(library):
                 library.unlink()
         if broken:
-            saved.unlink()
+            saved.unlink(missing_ok=True)
         yield
 
 
 def whole_gzip(path: Path) -> bool:
-    """Whether ``path`` holds a whole gzip stream (read through: its end and checksum)."""
+    """Whether ``path`` holds a whole gzip stream of some data (read through: its end and
+    checksum; an empty file is none)."""
+    size = 0
     try:
         with gzip.open(path, "rb") as file:
-            while file.read(1 << 20):
-                pass
+            while chunk := file.read(1 << 20):
+                size += len(chunk)
     except (OSError, EOFError, zlib.error):
         return False
-    return True
+    return size > 0
 
 
 def whole_library(path: Path) -> bool:

@@ -32,17 +32,23 @@ def connect_whole(
 def add_cpp_tasklet(
     state: dace.SDFGState, label: str, inputs: Any, outputs: Any, code: str, **options: Any
 ) -> dace.nodes.Tasklet:
-    """A C++ tasklet of ours (``options``: DaCe's ``add_tasklet``'s), its code one block: a
-    symbol DaCe replaces by a constant is declared before the code, which would clash with a
-    declaration of ours of that name at its top (``ignore_assigned_names``)."""
-    return state.add_tasklet(
+    """A C++ tasklet of ours (``options``: DaCe's ``add_tasklet``'s), marked so (copies of it
+    too), its code one block: a symbol DaCe replaces by a constant is declared before the
+    code, which would clash with a declaration of ours of that name at its top
+    (``ignore_assigned_names``)."""
+    tasklet = state.add_tasklet(
         label, inputs, outputs, f"{{\n{code}\n}}", language=dtypes.Language.CPP, **options
     )
+    setattr(tasklet, _OURS, True)
+    return tasklet
+
+
+_OURS = "gt4py_halo_code"  # the attribute that marks our C++ tasklets
 
 
 def ignore_assigned_names(sdfg: dace.SDFG) -> None:
-    """Make the C++ tasklets of ``sdfg`` (not those of SDFGs nested in it) read none of the
-    symbols its control flow assigns through their code.
+    """Make our C++ tasklets in ``sdfg`` (``add_cpp_tasklet``; not those of SDFGs nested in
+    it) read none of the symbols its control flow assigns through their code.
 
     DaCe takes every name in C++ code that is a symbol of the SDFG for a read of it. A name
     of ours (a local ``k``) equal to a symbol the step's own code assigns (a loop counter
@@ -58,11 +64,7 @@ def ignore_assigned_names(sdfg: dace.SDFG) -> None:
         if isinstance(region, LoopRegion) and region.loop_variable
     }
     for node, state in sdfg.all_nodes_recursive():
-        if (
-            state.sdfg is sdfg
-            and isinstance(node, dace.nodes.Tasklet)
-            and node.language == dtypes.Language.CPP
-        ):
+        if state.sdfg is sdfg and getattr(node, _OURS, False):
             named = dace.symbolic.symbols_in_code(node.code.as_string, potential_symbols=assigned)
             node.ignored_symbols = node.ignored_symbols | named
 

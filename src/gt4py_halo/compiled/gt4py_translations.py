@@ -65,7 +65,7 @@ def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
     # lines it finds are GT4Py's own); ``inspect`` scans every module for a frame of a script
     # run by ``runpy`` (``python -m mpi4py script.py``): two thirds more time per translation.
     # The setting is part of the key (``dace_settings``).
-    args = tuple(_declared_integers(self, list(args)))
+    args, kwargs = _declared_integers(self, args, kwargs)
     with dace.config.set_temporary("compiler", "lineinfo", value="none"):
         try:
             return _translated(self, args, kwargs)
@@ -77,8 +77,9 @@ def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
             ) from error
 
 
-def _declared_integers(self: dace_program.Program, values: list[Any]) -> list[Any]:
-    """``values``, each integer scalar given the integer type the program declares for it.
+def _declared_integers(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple:
+    """``args`` and ``kwargs``, each integer scalar given the integer type the program
+    declares for it.
 
     DaCe types a Python int, and a local integer constant of the step, as ``int64``; GT4Py's
     programs mostly take ``int32`` (domain bounds), and GT4Py, called from Python, converts
@@ -87,18 +88,18 @@ def _declared_integers(self: dace_program.Program, values: list[Any]) -> list[An
     without a message) refused them, except under ``python -O``."""
     stage = getattr(self, "past_stage", None)
     params = getattr(getattr(stage, "past_node", None), "params", None) or []
-    converted = []
-    for value, param in itertools.zip_longest(values, params[: len(values)]):
-        declared = getattr(getattr(param, "type", None), "kind", None)
-        if (
-            isinstance(value, dace.data.Scalar)
-            and declared is not None
-            and declared.name in _INTEGERS
-            and value.dtype in _INTEGERS.values()
-        ):
-            value = dace.data.Scalar(_INTEGERS[declared.name])
-        converted.append(value)
-    return converted
+    kinds = {str(p.id): getattr(p.type, "kind", None) for p in params}
+    positional = list(kinds.values())[: len(args)]
+    args = tuple(_as_declared(v, k) for v, k in itertools.zip_longest(args, positional))
+    return args, {name: _as_declared(v, kinds.get(name)) for name, v in kwargs.items()}
+
+
+def _as_declared(value: Any, kind: Any) -> Any:
+    """An integer scalar of the step as a scalar of the program's integer ``kind``."""
+    integer = isinstance(value, dace.data.Scalar) and value.dtype in _INTEGERS.values()
+    if integer and kind is not None and kind.name in _INTEGERS:
+        return dace.data.Scalar(_INTEGERS[kind.name])
+    return value
 
 
 #: GT4Py's integer scalar kinds, by name, and DaCe's types of them.

@@ -367,6 +367,8 @@ class Program:
         compiled = None
         if chosen is None:  # (a failure here is a first call's: raised at the meeting)
             chosen, compiled = self._meet(values, failure)
+            # the first meeting decides what this rank's threads alone said (``_sequential``)
+            pattern = self._key(values, _local_pattern(values))
         self._chosen[pattern] = chosen
         if (pattern, chosen) not in self._builds:
             binary = self._binaries[chosen]
