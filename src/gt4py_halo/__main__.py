@@ -3,6 +3,7 @@ sees and the configuration in effect — what to paste into a bug report."""
 
 from __future__ import annotations
 
+import argparse
 import platform
 
 from mpi4py import MPI
@@ -13,6 +14,7 @@ from gt4py_halo.transports import AUTO_ORDER, TRANSPORTS, installed
 
 
 def main() -> None:
+    argparse.ArgumentParser(prog="python -m gt4py_halo", description=__doc__).parse_args()
     print(f"gt4py_halo {gt4py_halo.__version__} (Python {platform.python_version()})")
     print(f"MPI: {MPI.Get_library_version().splitlines()[0].strip()}")
     for name in TRANSPORTS:
@@ -20,9 +22,12 @@ def main() -> None:
     print(f"GPU: {_gpus()}")
     name, source = backend_and_source()
     if name.lower() == "auto":
-        note = f" (first installed of {', '.join(AUTO_ORDER)})"
+        here = next((c for c in AUTO_ORDER if installed(c)), None)
+        note = f" (first installed of {', '.join(AUTO_ORDER)}: {here or 'none'} here)"
     elif name.lower() not in TRANSPORTS:
         note = f" (unknown: known are {', '.join(sorted(TRANSPORTS))} and 'auto')"
+    elif not installed(name.lower()):
+        note = " (not installed here: make_exchange raises)"
     else:
         note = ""
     print(f"backend: {name!r}{note}, from {source}")

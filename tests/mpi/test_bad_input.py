@@ -192,6 +192,13 @@ def test_halo_gid_owned_by_nobody(comm):
         gh.UnstructuredDecomposition({"cell": ([], [5] if comm.rank == 0 else [])})
 
 
+def test_unsigned_gids_beyond_int64(comm):
+    """A uint64 gid of 2**63 or more: named as too large, on every rank (it was called
+    negative: it wrapped around when made int64)."""
+    with pytest.raises(gh.DecompositionError, match="gids must fit in int64; got 92233"):
+        gh.UnstructuredDecomposition({"cell": (np.array([2**63 + comm.rank], np.uint64), [])})
+
+
 def test_ghex_gids_beyond_32_bits_on_one_rank(comm):
     """GHEX's unstructured API takes 32-bit gids: a DecompositionError on every rank, not one
     rank raising and the others left in GHEX's collective pattern setup."""

@@ -294,6 +294,28 @@ def test_a_step_made_again_loads_its_build_without_parsing(
         shutil.rmtree(records)
 
 
+def test_instances_of_new_shapes_load_copies_of_their_own(comm) -> None:
+    """Each set of shapes is an instance of the step of its own, loaded from a copy of its
+    library: every rank loads at once, and DaCe's copies (``lib….so_N`` beside the library,
+    the first name not taken) were shared by the ranks, one loading a copy another was still
+    writing (a rank failed to load it, now and then). Eight level counts, GT4Py's default
+    fields, uneven blocks: exact halos, and no copy left in the build folder."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def levels(a):
+        ex.exchange(a)
+
+    for count in range(1, 9):
+        field = gtx.as_field([I, J, K], filled_local(d, (count,), np.float64))
+        levels(field)
+        assert_exact_halos(d, [field], [((count,), np.float64, "gt4py")])
+    (binary,) = levels._binaries.values()
+    comm.barrier()
+    assert [p.name for p in Path(binary.folder).glob("build/lib*.so?*")] == []
+
+
 def test_one_build_serves_every_process_grid(comm) -> None:
     """Where each message's segments lie in the arenas (``side_by_side``, from the process
     grid) is a run-time value (``place_segments``): the same step lowers to the same build,

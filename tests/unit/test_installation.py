@@ -21,20 +21,33 @@ def test_typed_package() -> None:
 
 
 def test_python_m_reports_the_installation(tmp_path) -> None:
-    """Transports, GPU and where the backend setting comes from (run where no pyproject.toml
-    configures one)."""
-    report = subprocess.run(
-        [sys.executable, "-m", "gt4py_halo"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PATH": "", "GT4PY_HALO_BACKEND": "auto"},
-    ).stdout
-    assert report.startswith(f"gt4py_halo {gh.__version__} ")
-    assert "transport mpi: installed" in report and "transport ghex: " in report
-    assert "GPU: " in report
-    assert "backend: 'auto' (first installed of ghex, mpi), from the environment variable" in report
+    """Transports, GPU, the backend in effect and where the setting comes from (run where no
+    pyproject.toml configures one): ``auto`` with the transport it resolves to here, a
+    transport that is not installed said so; ``--help`` says what it does."""
+
+    def report(backend: str, *args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "gt4py_halo", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PATH": "", "GT4PY_HALO_BACKEND": backend},
+        ).stdout
+
+    auto = report("auto")
+    assert auto.startswith(f"gt4py_halo {gh.__version__} ")
+    assert "transport mpi: installed" in auto and "transport ghex: " in auto
+    assert "GPU: " in auto
+    here = "ghex" if "transport ghex: installed" in auto else "mpi"
+    assert (
+        f"backend: 'auto' (first installed of ghex, mpi: {here} here), from the environment "
+        "variable" in auto
+    )
+    nccl = report("nccl")
+    if "transport nccl: not installed" in nccl:
+        assert "backend: 'nccl' (not installed here: make_exchange raises)" in nccl
+    assert "the version, the transports" in report("mpi", "--help")
 
 
 FRESH_VENV_CHECK = """

@@ -20,13 +20,19 @@ import fcntl
 import functools
 import gzip
 import importlib.metadata
+import itertools
 import os
+import shutil
+import socket
 import struct
 import tempfile
 import warnings
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import dace
 
 _WARNED: set[Path] = set()  # cache folders found unwritable, warned about once
 
@@ -87,6 +93,35 @@ def building_in(folder: str) -> Iterator[None]:
         if broken:
             saved.unlink(missing_ok=True)
         yield
+
+
+def load_build(folder: str) -> Any:
+    """The build in DaCe's build folder ``folder``, loaded as an instance of its own.
+
+    Each instance of a step keeps state of its own in its library (requests, kept calls), so
+    a library this process loaded already is loaded from a copy. DaCe names its copies
+    ``lib….so_N`` beside the library, the first such name that does not exist yet: ranks
+    sharing the folder took each other's copies, one still being written (a rank failed to
+    load it). The copy here is this process's own (named by host and process), made whole
+    before it is loaded and removed once it is (the loaded library stays mapped).
+    """
+    from dace.codegen import compiler
+
+    path = Path(folder)
+    saved = path / "program.sdfgz"
+    sdfg = dace.SDFG.from_file(str(saved if saved.exists() else path / "program.sdfg"))
+    library = Path(compiler.get_binary_name(path, sdfg_name=sdfg.name))
+    copy = library.with_name(f"{library.name}.{socket.gethostname()}.{os.getpid()}.{next(_COPIES)}")
+    shutil.copyfile(library, copy)
+    try:
+        return compiler.get_program_handle(
+            copy, sdfg, stub_library_path=compiler._get_stub_library_path(library)
+        )
+    finally:
+        copy.unlink()
+
+
+_COPIES = itertools.count()  # this process's copies of libraries, numbered
 
 
 def whole_gzip(path: Path) -> bool:

@@ -36,7 +36,6 @@ from typing import Any
 
 import dace
 import numpy as np
-from dace.codegen.compiler import load_precompiled_sdfg
 from dace.frontend.python import parser as dace_parser
 from dace.frontend.python.common import DaceSyntaxError
 from dace.transformation.interstate import GPUTransformSDFG
@@ -47,7 +46,7 @@ from gt4py_halo.annotations import HaloValidity, note_written
 from gt4py_halo.build_once import arrive, build_on_root, largest
 from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.arena_lowering import place_attached_segments
-from gt4py_halo.compiled.cache_files import building_in, linked_libraries
+from gt4py_halo.compiled.cache_files import building_in, linked_libraries, load_build
 from gt4py_halo.compiled.convertible import (
     BY_PREFIX,
     CLOSURE_PREFIX,
@@ -372,7 +371,7 @@ class Program:
         self._chosen[pattern] = chosen
         if (pattern, chosen) not in self._builds:
             binary = self._binaries[chosen]
-            compiled = compiled or load_precompiled_sdfg(binary.folder)
+            compiled = compiled or load_build(binary.folder)
             fixed = dict(self._dace_program.__sdfg_closure__())
             for value in list(fixed.values()):
                 fixed.update(_closure_symbols(value))
@@ -433,7 +432,7 @@ class Program:
         )
         self._check_exchanged_everywhere(values, binary.exchanged)
         log.debug("%s: built in an earlier run, loaded from %s", self.__name__, record.folder)
-        return load_precompiled_sdfg(record.folder), binary
+        return load_build(record.folder), binary
 
     def _compile(self, values: list[Any], layouts: list) -> tuple[Any, _Binary, str]:
         """Collectively: the step lowered on every rank, compiled on one, loaded on all; with
@@ -460,7 +459,7 @@ class Program:
                     self._comm,
                     build=functools.partial(_compile_in_folder, sdfg, functions),
                     share=lambda _: sdfg.build_folder,
-                    load=load_precompiled_sdfg,
+                    load=load_build,
                 )
             except Exception as error:  # on every rank: the root's error, or its report
                 raise ProgramError(

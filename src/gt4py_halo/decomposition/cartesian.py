@@ -281,7 +281,10 @@ def _normalize_halo(halo: HaloSpec, ndim: int) -> tuple[tuple[int, int], ...]:
         return ((width(halo), width(halo)),) * ndim
     halo = _entries("halo", halo, f"an int or {ndim} ints or (lo, hi) pairs")
     if len(halo) != ndim:
-        raise DecompositionError(f"halo {halo!r} has {len(halo)} entries for {ndim} dimensions")
+        raise DecompositionError(
+            f"halo {halo!r} has {len(halo)} entries for {ndim} dimensions (one width or one "
+            "(low, high) pair per dimension: ((0, 3),) for one dimension)"
+        )
     sides = []
     for h in halo:
         pair = "an int or a (lo, hi) pair"

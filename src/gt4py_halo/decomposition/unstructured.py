@@ -169,6 +169,8 @@ def _gids(values: Sequence[int] | np.ndarray) -> np.ndarray:
         raise ValueError("gid lists must be one-dimensional")
     if gids.size and gids.dtype.kind not in "iu":
         raise ValueError("gids must be integers")
+    if gids.size and gids.dtype.kind == "u" and gids.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"gids must fit in int64; got {gids.max()}")
     gids = gids.astype(np.int64)
     if gids.size and gids.min() < 0:
         raise ValueError("gids must be non-negative")
