@@ -233,26 +233,44 @@ def test_loops_counting_with_names_the_exchanges_use(diffusion: ModuleType, comm
 
 
 def test_python_ints_where_a_gt4py_program_takes_int32(diffusion: ModuleType, comm) -> None:
-    """Bounds passed as Python ints, and one from a local constant of the step: DaCe types
-    them int64, the GT4Py program takes int32 (GT4Py's check of the types, an ``assert``,
-    refused them without a message, but under ``python -O``); converted as GT4Py converts
-    them from Python. The bits of the same call from Python with ``gtx.int32`` bounds; uneven
-    blocks, GT4Py's default fields. Fields of another dtype than the program's: a
-    ``ProgramError`` naming the types (GT4Py's ``assert``, without a message)."""
+    """Bounds passed as Python ints, by position or keyword, or from a local constant of the
+    step: DaCe types them int64, the GT4Py program takes int32 (narrowed in C, a value beyond
+    int32 wrapped: a segfault; GT4Py's own check, an ``assert``, says nothing and is gone
+    under ``python -O``): a ``ProgramError`` naming the argument and the types, on every
+    rank. ``np.int32`` constants and ``gtx.int32`` arguments: the bits of the call from
+    Python; uneven blocks, GT4Py's default fields. Fields of another dtype than the
+    program's: a ``ProgramError`` naming the types."""
     d, _ = shared_step(diffusion, comm, stencil_packs=False)
     ex = gh.make_exchange(d)
     stencil = diffusion.diffusion_step
-    assert d.owned[1].start == 1  # the constant below
+    assert d.owned[1].start == 1  # the constants below
 
     @gh.program(comm=comm)
     def plain(u, v, i0, i1, j0, j1):
+        ex.exchange(u)
+        stencil(u, v, i0, i1, j0, j1=j1)  # (a keyword too)
+
+    @gh.program(comm=comm)
+    def constant(u, v, i0, i1, j0, j1):
         first = 1
         ex.exchange(u)
-        stencil(u, v, i0, i1, first, j1=j1)  # (a keyword too)
+        stencil(u, v, i0, i1, first, j1)
+
+    @gh.program(comm=comm)
+    def typed(u, v, i0, i1, j0, j1):
+        first = np.int32(1)
+        ex.exchange(u)
+        stencil(u, v, i0, i1, first, j1)
 
     u, v, _ = initial_fields(diffusion, d)
+    with pytest.raises(gh.ProgramError, match="takes i0 as int32; the step passes int64"):
+        plain(u, v, *[int(b) for b in bounds(d)])
+    with pytest.raises(gh.ProgramError, match="takes j1 as int32; the step passes int64"):
+        plain(u, v, *bounds(d)[:3], int(bounds(d)[3]))
+    with pytest.raises(gh.ProgramError, match="takes j0 as int32; the step passes int64"):
+        constant(u, v, *bounds(d))
     x, y, _ = initial_fields(diffusion, d)
-    plain(u, v, *[int(b) for b in bounds(d)])
+    typed(u, v, *bounds(d))
     ex.exchange(x)
     stencil(x, y, *bounds(d))
     np.testing.assert_array_equal(u.asnumpy(), x.asnumpy())

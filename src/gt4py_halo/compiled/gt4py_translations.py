@@ -19,7 +19,6 @@ in memory only; one that cannot be fingerprinted at all is translated as before.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import pickle
@@ -65,7 +64,7 @@ def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
     # lines it finds are GT4Py's own); ``inspect`` scans every module for a frame of a script
     # run by ``runpy`` (``python -m mpi4py script.py``): two thirds more time per translation.
     # The setting is part of the key (``dace_settings``).
-    args, kwargs = _declared_integers(self, args, kwargs)
+    _check_integers(self, args, kwargs)
     with dace.config.set_temporary("compiler", "lineinfo", value="none"):
         try:
             return _translated(self, args, kwargs)
@@ -77,29 +76,29 @@ def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
             ) from error
 
 
-def _declared_integers(self: dace_program.Program, args: tuple, kwargs: dict) -> tuple:
-    """``args`` and ``kwargs``, each integer scalar given the integer type the program
-    declares for it.
+def _check_integers(self: dace_program.Program, args: tuple, kwargs: dict) -> None:
+    """A ``ProgramError`` for an integer scalar of the step of another width than the
+    program declares for it (by position or keyword).
 
     DaCe types a Python int, and a local integer constant of the step, as ``int64``; GT4Py's
-    programs mostly take ``int32`` (domain bounds), and GT4Py, called from Python, converts
-    such an argument, as the compiled step does (C's conversion into the program's scalar:
-    values must fit, as they must from Python). GT4Py's check of DaCe's types (an ``assert``,
-    without a message) refused them, except under ``python -O``."""
+    programs mostly take ``int32`` (domain bounds). Narrowed in C, a value beyond ``int32``
+    would wrap (a domain bound: writes out of bounds); GT4Py's own check of DaCe's types is
+    an ``assert`` without a message (none under ``python -O``)."""
     stage = getattr(self, "past_stage", None)
     params = getattr(getattr(stage, "past_node", None), "params", None) or []
     kinds = {str(p.id): getattr(p.type, "kind", None) for p in params}
-    positional = list(kinds.values())[: len(args)]
-    args = tuple(_as_declared(v, k) for v, k in itertools.zip_longest(args, positional))
-    return args, {name: _as_declared(v, kinds.get(name)) for name, v in kwargs.items()}
-
-
-def _as_declared(value: Any, kind: Any) -> Any:
-    """An integer scalar of the step as a scalar of the program's integer ``kind``."""
-    integer = isinstance(value, dace.data.Scalar) and value.dtype in _INTEGERS.values()
-    if integer and kind is not None and kind.name in _INTEGERS:
-        return dace.data.Scalar(_INTEGERS[kind.name])
-    return value
+    for name, value in [*zip(kinds, args, strict=False), *kwargs.items()]:
+        kind = kinds.get(name)
+        integer = isinstance(value, dace.data.Scalar) and value.dtype in _INTEGERS.values()
+        if integer and kind is not None and kind.name in _INTEGERS:
+            declared = _INTEGERS[kind.name].to_string()
+            if value.dtype.to_string() != declared:
+                raise ProgramError(
+                    f"GT4Py program {getattr(self, '__name__', self)!r} takes {name} as "
+                    f"{declared}; the step passes {value.dtype.to_string()} (a Python int, or a "
+                    "local integer constant, is int64 in a compiled step): pass "
+                    f"gtx.{declared}(...), or np.{declared}(...) for a constant"
+                )
 
 
 #: GT4Py's integer scalar kinds, by name, and DaCe's types of them.
