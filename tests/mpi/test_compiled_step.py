@@ -232,6 +232,46 @@ def test_loops_counting_with_names_the_exchanges_use(diffusion: ModuleType, comm
     np.testing.assert_array_equal(v.asnumpy(), y.asnumpy())
 
 
+def test_jumps_that_stay_on_one_side_of_a_split_exchange(diffusion: ModuleType, comm) -> None:
+    """A loop broken between ``ex.start(u)`` and ``h.finish()`` (it stays there) and a
+    ``continue`` after the finish run as written: the bits of the same exchanges and
+    stencils from Python; uneven blocks, GT4Py's default fields."""
+    d, _ = shared_step(diffusion, comm, stencil_packs=False)
+    ex = gh.make_exchange(d)
+    stencil = diffusion.diffusion_step
+
+    @gh.program(comm=comm)
+    def jumping(u, v, x, y, n, i0, i1, j0, j1):
+        for i in range(n):
+            h = ex.start(u)
+            for p in range(n):
+                if p > i:
+                    break
+                ex.exchange(x)
+                stencil(x, y, i0, i1, j0, j1)
+            h.finish()
+            stencil(u, v, i0, i1, j0, j1)
+            if i > 0:
+                continue
+            ex.exchange(v)
+            stencil(v, u, i0, i1, j0, j1)
+
+    (u, v, _), (x, y, _) = initial_fields(diffusion, d), initial_fields(diffusion, d)
+    compiled = [*initial_fields(diffusion, d)[:2], *initial_fields(diffusion, d)[:2]]
+    jumping(*compiled, gtx.int32(3), *bounds(d))
+    for i in range(3):
+        for _ in range(i + 1):
+            ex.exchange(x)
+            stencil(x, y, *bounds(d))
+        ex.exchange(u)
+        stencil(u, v, *bounds(d))
+        if i == 0:
+            ex.exchange(v)
+            stencil(v, u, *bounds(d))
+    for got, expected in zip(compiled, (u, v, x, y)):
+        np.testing.assert_array_equal(got.asnumpy(), expected.asnumpy())
+
+
 def test_python_ints_where_a_gt4py_program_takes_int32(diffusion: ModuleType, comm) -> None:
     """Bounds passed as Python ints, by position or keyword, or from a local constant of the
     step: DaCe types them int64, the GT4Py program takes int32 (narrowed in C, a value beyond
@@ -1327,8 +1367,9 @@ def test_compiled_exchange_data_releases_its_communicator(comm) -> None:
 def test_split_phase_misuse_is_a_clear_error(comm) -> None:
     """A start never finished, or finished twice, or finished in another block (a loop body or
     branch the start is not in, or the other way round: finished more or less often than
-    started; with `mpi` a false disagreement of the ranks, with `ghex` the job aborted) is
-    refused when the step is parsed."""
+    started; with `mpi` a false disagreement of the ranks, with `ghex` the job aborted), or
+    a ``break``, ``continue`` or ``return`` between them (the start run, its finish skipped)
+    is refused when the step is parsed."""
     d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)
     ex = gh.make_exchange(d)
 
@@ -1376,7 +1417,37 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
         if n > 0:
             h.finish()
 
+    @gh.program(comm=comm)
+    def continued_before_finishing(a, n):
+        for i in range(n):
+            h = ex.start(a)
+            if i > 1:
+                continue
+            h.finish()
+
+    @gh.program(comm=comm)
+    def broken_before_finishing(a, n):
+        for i in range(n):
+            h = ex.start(a)
+            if i > 1:
+                break
+            h.finish()
+
+    @gh.program(comm=comm)
+    def returned_before_finishing(a, n):
+        h = ex.start(a)
+        if n > 1:
+            return
+        h.finish()
+
     a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
+    for misplaced, jump in [
+        (continued_before_finishing, "continue"),
+        (broken_before_finishing, "break"),
+        (returned_before_finishing, "return"),
+    ]:
+        with pytest.raises(gh.ProgramError, match=f"a {jump} between ex.start"):
+            misplaced(a, 3)
     for misplaced in (pipelined, started_in_a_loop, finished_in_a_branch):
         with pytest.raises(gh.ProgramError, match="finish\\(\\) in another block"):
             misplaced(a, 3)

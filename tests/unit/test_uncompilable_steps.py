@@ -48,6 +48,21 @@ def calling_a_helper(a):
     ex.exchange(a)
 
 
+def maybe_double(a, n):
+    if n > 5:
+        return
+    a[1:-1, 1:-1] *= 2.0
+
+
+@gh.program(comm=MPI.COMM_SELF)
+def returning_early_in_a_loop(a, b, n):
+    for i in range(n):
+        maybe_double(b, n)
+        ex.exchange(a)
+        if i > 1:
+            continue
+
+
 def test_a_raise_is_an_error() -> None:
     with pytest.raises(gh.ProgramError, match=r"raising: .*Runtime exception at line \d+"):
         raising(np.zeros(d.allocated_shape))
@@ -67,3 +82,12 @@ def test_helpers_dace_compiles_still_build() -> None:
     a = np.ones(d.allocated_shape)
     calling_a_helper(a)
     assert (a == 2.0).all()  # every cell: owned ones doubled, the halo from periodic owners
+
+
+def test_code_dace_fails_to_lower_is_an_error() -> None:
+    """DaCe 2.0.0a10's simplification fails on a helper returning early inside a loop that
+    continues (a ``ValueError`` of its own): named in a ``ProgramError``, DaCe's error
+    chained."""
+    a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
+    with pytest.raises(gh.ProgramError, match="returning_early_in_a_loop was not built: Val"):
+        returning_early_in_a_loop(a, b, 3)

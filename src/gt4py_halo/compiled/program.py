@@ -512,8 +512,9 @@ class Program:
     def _raise_on_every_rank(self, failure: Exception | None) -> None:
         """Collectively: if a rank could not lower the step or its arguments do not fit it,
         every rank raises: a ``FieldError`` naming each rank's bad arguments, or, where a
-        rank failed otherwise, its own exception there and a ``ProgramError`` naming it on
-        the others."""
+        rank failed otherwise, its own error there (a ``ProgramError`` naming any other
+        exception, DaCe's on code it cannot lower) and a ``ProgramError`` naming it on the
+        others."""
         problem = None if failure is None else (type(failure).__name__, str(failure))
         problems = self._comm.allgather(problem)  # a first call: raised on every rank
         if not any(problems):
@@ -521,8 +522,12 @@ class Program:
         named = "; ".join(f"rank {r}: {p[1]}" for r, p in enumerate(problems) if p)
         if all(p[0] == FieldError.__name__ for p in problems if p):
             raise FieldError(f"{self.__name__}: {named}")
-        if failure is not None:
+        if isinstance(failure, HaloError):
             raise failure
+        if failure is not None:  # DaCe failing on the step's code: named, its traceback kept
+            raise ProgramError(
+                f"{self.__name__} was not built: {type(failure).__name__}: {failure}"
+            ) from failure
         raise ProgramError(
             f"{self.__name__} was not built: "
             + "; ".join(f"rank {r} failed: {p[0]}: {p[1]}" for r, p in enumerate(problems) if p)

@@ -24,7 +24,15 @@ from typing import Any
 import dace
 from dace.frontend.common import op_repository as oprepo
 from dace.frontend.python.common import DaceSyntaxError
-from dace.sdfg.state import ConditionalBlock, LoopRegion
+from dace.sdfg.state import (
+    AbstractControlFlowRegion,
+    BreakBlock,
+    ConditionalBlock,
+    ContinueBlock,
+    FunctionCallRegion,
+    LoopRegion,
+    ReturnBlock,
+)
 
 from gt4py_halo.compiled.message_buffers import message_buffers
 from gt4py_halo.compiled.phases import TOKEN
@@ -60,6 +68,15 @@ def _finish(visitor: Any, sdfg: dace.SDFG, state: dace.SDFGState, token: str) ->
             "or a branch the other is not in): one would run more often than the other (a "
             "start in a loop finished after it, or a start before a loop finished in it). "
             "Start and finish a split-phase exchange in the same block",
+        )
+    jump = _jump_between(start_state, state)
+    if jump is not None:
+        raise DaceSyntaxError(
+            visitor,
+            None,
+            f"a {jump} between ex.start(...) and its finish(): the start would run without "
+            "its finish (its messages never waited for). Finish the exchange before the "
+            f"{jump}, or start it after",
         )
     sdfg.arrays[token].finished = True
     for copy_state, e in copy_edges:  # the finish reads the start's own token: the copy is dead
@@ -130,6 +147,43 @@ def _repeated_in(state: dace.SDFGState) -> list[int]:
             around.append(id(graph))
         graph = graph.parent_graph
     return around
+
+
+def _jump_between(start_state: dace.SDFGState, state: dace.SDFGState) -> str | None:
+    """The first ``break``, ``continue`` or ``return`` parsed between ``start_state`` and
+    ``state`` (the finish being parsed, the last state so far) that leaves a block holding
+    the start, so that the start runs and the finish does not; ``None`` if there is none.
+    A jump inside a loop or function called in between stays there."""
+    blocks = list(_in_order(state.sdfg))
+    between = blocks[blocks.index(start_state) + 1 : blocks.index(state)]
+    for block in between:
+        if isinstance(block, (BreakBlock, ContinueBlock)):
+            scope: type | tuple[type, ...] = LoopRegion
+        elif isinstance(block, ReturnBlock):
+            scope = (FunctionCallRegion, dace.SDFG)
+        else:
+            continue
+        graph = block.parent_graph
+        while not isinstance(graph, scope):
+            graph = graph.parent_graph
+        if _inside(start_state, graph):
+            return {BreakBlock: "break", ContinueBlock: "continue"}.get(type(block), "return")
+    return None
+
+
+def _in_order(graph: AbstractControlFlowRegion) -> Any:
+    """The blocks of ``graph`` and of the regions in it, each before its contents, in the
+    order the frontend added them (the order of the source)."""
+    for block in graph.nodes():
+        yield block
+        if isinstance(block, AbstractControlFlowRegion):
+            yield from _in_order(block)
+
+
+def _inside(block: Any, graph: AbstractControlFlowRegion) -> bool:
+    while block is not None and block is not graph:
+        block = block.parent_graph
+    return block is graph
 
 
 def _finish_sdfg(start_sdfg: dace.SDFG) -> dace.SDFG:

@@ -125,8 +125,10 @@ class MessageSet:
         self._arrived: tuple[list[MPI.Status], bool] | None = None
         self._arrays: Sequence[Any] = ()  # its fields: the copies' views do not hold them
         # a persistent request holds its communicator: freed with the message set, or the
-        # decomposition's communicator is never released
-        weakref.finalize(self, _free_requests, self._send_requests + self._recv_requests)
+        # decomposition's communicator is never released. Not at exit: an exchange still in
+        # flight is waited for then (``in_flight``), maybe after Python's finalizers ran
+        requests = self._send_requests + self._recv_requests
+        weakref.finalize(self, _free_requests, requests).atexit = False
         self.awaited = (comm.Get_rank(), described(plan.name, tuple(specs)))  # a long wait's
         _LONG_WAITS.watch(self)
 
