@@ -29,11 +29,13 @@
    (NumPy) is its address, read-only flag, item size, element format, shape and strides; of
    others (device arrays, GT4Py fields) their shape.
 
-   3. Again(args, buffers, address): a compiled step's last call (gt4py_halo/compiled/
-   last_call.py), run again when the next call passes the same objects whose buffers (a GT4Py
-   field's is its ndarray, NumPy's itself) have the same layouts: a model's steady state, where
-   the Python checks of that cost more than a small exchange; MessagesUnexpected where the
-   step says its MPI exchanges received messages unlike expected. It holds the arguments weakly
+   3. Again(args, buffers, address, bindings): a compiled step's last call (gt4py_halo/
+   compiled/last_call.py), run again when the next call passes the same objects whose buffers
+   (a GT4Py field's is its ndarray, NumPy's itself) have the same layouts: a model's steady
+   state, where the Python checks of that cost more than a small exchange; MessagesUnexpected
+   where the step says its MPI exchanges received messages unlike expected; Rebound(index)
+   where a name the step read at its build holds another object now (bindings, see
+   rebound_index and gt4py_halo/compiled/bindings.py), before anything runs. It holds the arguments weakly
    where they allow it (a step never keeps a user's field alive), numbers (scalars) as they
    are, compared by type and value, a float's sign of zero included (and never a call with
    an argument of neither kind: holding it would keep it alive), and buffers weakly only (one that takes no weak reference is not held: its
@@ -283,6 +285,7 @@ typedef struct {
     PyObject **buffers; /* per argument: a weak reference to its buffer, or NULL (itself) */
     PyObject **layouts; /* per argument: its buffer's layout then, or NULL */
     int (*step)(void); /* nonzero: its MPI exchanges received messages unlike expected */
+    PyObject *bindings; /* the names the step read at its build (see rebound) */
 } Again;
 
 static void again_dealloc(Again *self) {
@@ -292,6 +295,7 @@ static void again_dealloc(Again *self) {
     }
     PyMem_Free(self->held);
     PyMem_Free(self->buffers);
+    Py_XDECREF(self->bindings);
     free_layouts(self->layouts, self->count);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -339,10 +343,99 @@ static int held_object(PyObject *held, PyObject **obj) {
     return 0;
 }
 
+/* What binding `root`, `names` resolves to now (a new reference): `root` a dict in which
+   names[0] is looked up, a cell (its contents), or an object; then the rest of `names` as
+   its attributes. NULL without an error where it resolves to nothing. */
+static PyObject *resolve(PyObject *root, PyObject *names) {
+    Py_ssize_t i = 0, n = PyTuple_GET_SIZE(names);
+    PyObject *value;
+    if (PyDict_Check(root)) {
+        if (n == 0) return NULL;
+        value = PyDict_GetItemWithError(root, PyTuple_GET_ITEM(names, 0));
+        i = 1;
+    } else if (PyCell_Check(root)) {
+        value = PyCell_GET(root);
+    } else {
+        value = root;
+    }
+    if (value == NULL) return NULL;
+    Py_INCREF(value);
+    for (; i < n; ++i) {
+        PyObject *next = PyObject_GetAttr(value, PyTuple_GET_ITEM(names, i));
+        Py_DECREF(value);
+        if (next == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+            return NULL;
+        }
+        value = next;
+    }
+    return value;
+}
+
+/* The index of the first of `bindings` ((root, names, held) tuples, gt4py_halo/compiled/
+   bindings.py) that resolves to another object than it held (a weak reference, or the
+   object, then a number, string or tuple compared by type and value); -1 if none; -2 on
+   error. */
+static Py_ssize_t rebound_index(PyObject *bindings) {
+    Py_ssize_t n = PyTuple_GET_SIZE(bindings);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *entry = PyTuple_GET_ITEM(bindings, i), *was;
+        PyObject *held = PyTuple_GET_ITEM(entry, 2);
+        PyObject *now = resolve(PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 1));
+        if (now == NULL) {
+            if (PyErr_Occurred()) return -2;
+            return i;
+        }
+        if (held_object(held, &was) < 0) {
+            Py_DECREF(now);
+            return -2;
+        }
+        int equal = was == now;
+        if (!equal && was != NULL && !PyWeakref_CheckRef(held) && Py_TYPE(was) == Py_TYPE(now)) {
+            equal = same_value(was, now);
+            if (equal < 0) { /* values that do not compare (arrays in a tuple): not the same */
+                PyErr_Clear();
+                equal = 0;
+            }
+        }
+        Py_DECREF(now);
+        if (!equal) return i;
+    }
+    return -1;
+}
+
+static PyObject *Rebound;
+
+/* 0 if the step's names hold what they did at its build; -1 with Rebound(index) raised if
+   one does not, or with the error raised. */
+static int check_bindings(PyObject *bindings) {
+    if (bindings == NULL) return 0;
+    Py_ssize_t index = rebound_index(bindings);
+    if (index == -1) return 0;
+    if (index >= 0) {
+        PyObject *value = PyLong_FromSsize_t(index);
+        if (value != NULL) {
+            PyErr_SetObject(Rebound, value);
+            Py_DECREF(value);
+        }
+    }
+    return -1;
+}
+
+static PyObject *rebound(PyObject *module, PyObject *bindings) {
+    if (!PyTuple_Check(bindings)) {
+        PyErr_SetString(PyExc_TypeError, "gt4py_halo: rebound takes a tuple");
+        return NULL;
+    }
+    Py_ssize_t index = rebound_index(bindings);
+    if (index == -2) return NULL;
+    return PyLong_FromSsize_t(index);
+}
+
 static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *arguments, *buffers, *address;
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyTuple_Type, &arguments, &PyTuple_Type, &buffers,
-                          &PyLong_Type, &address))
+    PyObject *arguments, *buffers, *address, *bindings;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyTuple_Type, &arguments, &PyTuple_Type, &buffers,
+                          &PyLong_Type, &address, &PyTuple_Type, &bindings))
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(arguments);
     if (PyTuple_GET_SIZE(buffers) != n) {
@@ -367,6 +460,7 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->count = n;
     self->step = (int (*)(void))step;
+    self->bindings = Py_NewRef(bindings);
     PyObject **checked = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)); /* borrowed */
     if (checked == NULL) {
         Py_DECREF(self);
@@ -399,8 +493,10 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 }
 
 /* 1 if `args` are the held arguments, alive and their buffers of their layouts then; 0 if
-   not; -1 on error. */
+   not; -1 on error, and with Rebound raised where a name the step read holds another object
+   (check_bindings). */
 static int same(Again *self, PyObject *args) {
+    if (check_bindings(self->bindings) < 0) return -1;
     if (self->never || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
     for (Py_ssize_t i = 0; i < self->count; ++i) {
         PyObject *arg = PyTuple_GET_ITEM(args, i), *held, *buffer = arg;
@@ -795,6 +891,8 @@ static PyMethodDef methods[] = {
      "identities(tag, objects): (tag, id(objects[0]), ...): a key of the objects' identities."},
     {"lookup", (PyCFunction)(void (*)(void))lookup, METH_FASTCALL,
      "lookup(entries, tag, objects): entries.get(identities(tag, objects))."},
+    {"rebound", (PyCFunction)rebound, METH_O,
+     "rebound(bindings): the index of the first binding that holds another object, or -1."},
     {"arrays", (PyCFunction)(void (*)(void))arrays, METH_FASTCALL,
      "arrays(fields, ndarray, as_array): [f if type(f) is ndarray else as_array(f, i) for i, f "
      "in enumerate(fields)]."},
@@ -813,9 +911,12 @@ PyMODINIT_FUNC PyInit__native(void) {
     MessagesUnexpected =
         PyErr_NewException("gt4py_halo._native.MessagesUnexpected", NULL, NULL);
     if (MessagesUnexpected == NULL) return NULL;
+    Rebound = PyErr_NewException("gt4py_halo._native.Rebound", NULL, NULL);
+    if (Rebound == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "MessagesUnexpected", MessagesUnexpected) < 0 ||
+        PyModule_AddObjectRef(m, "Rebound", Rebound) < 0 ||
         PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0 ||
         PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0 ||
         PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0) {

@@ -1368,8 +1368,9 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
     """A start never finished, or finished twice, or finished in another block (a loop body or
     branch the start is not in, or the other way round: finished more or less often than
     started; with `mpi` a false disagreement of the ranks, with `ghex` the job aborted), or
-    a ``break``, ``continue`` or ``return`` between them (the start run, its finish skipped)
-    is refused when the step is parsed."""
+    a ``break``, ``continue`` or ``return`` between them (the start run, its finish skipped),
+    or a start in a helper function finished by its caller, is refused when the step is
+    parsed."""
     d = gh.CartesianDecomposition((17, 11), halo=1, periodic=True)
     ex = gh.make_exchange(d)
 
@@ -1440,7 +1441,17 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
             return
         h.finish()
 
+    def starter(a):
+        return ex.start(a)
+
+    @gh.program(comm=comm)
+    def started_in_a_helper(a):
+        h = starter(a)
+        h.finish()
+
     a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
+    with pytest.raises(gh.ProgramError, match="must be called in the same function"):
+        started_in_a_helper(a)
     for misplaced, jump in [
         (continued_before_finishing, "continue"),
         (broken_before_finishing, "break"),
@@ -1491,6 +1502,120 @@ def test_a_step_takes_keyword_arguments_and_defaults(comm) -> None:
         scaled(a)
     with pytest.raises(gh.ProgramError, match="too many positional arguments"):
         scaled(a, b, 1.0, 2.0)
+
+
+def test_names_given_other_objects_after_the_build_are_refused(comm) -> None:
+    """A step compiles in what its names held at its first build. A closure variable, an
+    attribute of an object or of the step's ``self``, or a number given another object
+    afterwards is a ``ProgramError`` naming it, on every rank, whether the call passes the
+    arguments of a last call (checked in C) or new ones, before anything runs (it ran with
+    the old exchange: the halos of another decomposition). An equal number, or the same
+    object given back, runs as before; a step made anew takes the new objects. Exact
+    halos; NumPy's fields and GT4Py's default ones, uneven blocks."""
+    periodic = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    walled = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=False, comm=comm)
+    ex = original = gh.make_exchange(periodic)
+    holder = types.SimpleNamespace(ex=ex, scale=3.0)
+    scale = 2.0
+
+    def exchange_and_scale(a, b, c):
+        ex.exchange(a)
+        holder.ex.exchange(b)
+        c[1, 1] = scale * holder.scale
+
+    class Model:
+        def __init__(self, ex):
+            self.ex = ex
+
+        @gh.program(comm=comm)
+        def step(self, a, b):
+            self.ex.exchange(a, b)
+
+    specs = [((), np.float64, "C"), ((3,), np.float64, "gt4py")]
+
+    def check(step, d, *more):
+        fields = local_fields(d, specs)
+        step(*fields, *more)
+        assert_exact_halos(d, fields, specs)
+        return fields
+
+    step = gh.program(exchange_and_scale, comm=comm)
+    c = np.zeros((2, 2))
+    kept = [*check(step, periodic, c), c]
+    model = Model(ex)
+    check(model.step, periodic)
+    for name, rebind, back in [
+        ("ex.exchange", lambda: gh.make_exchange(walled), lambda: original),
+        ("holder.ex.exchange", lambda: setattr(holder, "ex", gh.make_exchange(walled)), None),
+        ("holder.scale", lambda: setattr(holder, "scale", 4.0), None),
+        ("scale", lambda: 2.5, lambda: 2.0),
+    ]:
+        if name == "ex.exchange":
+            ex = rebind()
+        elif name == "scale":
+            scale = rebind()
+        else:
+            rebind()
+        for args in (kept, [*local_fields(periodic, specs), c]):  # kept, new
+            with pytest.raises(gh.ProgramError, match=f"'{name}' holds another object"):
+                step(*args)
+        if name == "ex.exchange":
+            ex = back()
+        elif name == "scale":
+            scale = back()
+        elif name == "holder.ex.exchange":
+            holder.ex = original
+        else:
+            holder.scale = 3.0
+        check(step, periodic, c)
+    scale = 2.0 + float(comm.rank) * 0.0  # an equal number, another object
+    step(*kept)
+    assert c[1, 1] == 6.0
+    model.ex = gh.make_exchange(walled)
+    with pytest.raises(gh.ProgramError, match="'self.ex.exchange' holds another object"):
+        model.step(*local_fields(periodic, specs))
+    ex = holder.ex = gh.make_exchange(walled)
+    check(gh.program(exchange_and_scale, comm=comm), walled, c)
+
+
+def test_a_read_only_argument_the_step_writes_is_refused(comm, tmp_path) -> None:
+    """An argument the step writes that is read-only on the last rank (a read-only memory
+    map: the step crashed writing it; an array over ``bytes``; one made read-only: written
+    silently) is a ``FieldError`` naming it on every rank, at the first call (the build) and
+    at a later one, before anything runs. A read-only argument the step only reads is
+    fine: exact halos, the result of the write."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm)
+    def add(u, v, w):
+        ex.exchange(u)
+        v[1:3, 1:3] = u[1:3, 1:3] + w[1:3, 1:3]
+
+    def read_only(kind: str) -> np.ndarray:
+        if kind == "memmap":
+            np.zeros(d.allocated_shape).tofile(tmp_path / "v")
+            return np.memmap(tmp_path / "v", np.float64, "r", shape=d.allocated_shape)
+        if kind == "bytes":
+            return np.frombuffer(bytes(8 * int(np.prod(d.allocated_shape))), np.float64).reshape(
+                d.allocated_shape
+            )
+        made = np.zeros(d.allocated_shape)
+        made.flags.writeable = False
+        return made
+
+    last = comm.rank == comm.size - 1
+    for call, kind in enumerate(["memmap", "bytes", "flag"]):
+        u, w = filled_local(d, (), np.float64), np.ones(d.allocated_shape)
+        v = read_only(kind) if last else np.zeros(d.allocated_shape)
+        with pytest.raises(gh.FieldError, match="argument v is read-only"):
+            add(u, v, w)
+        if call == 0:  # then built: the later calls are checked against the build
+            w.flags.writeable = False  # only read
+            v = np.zeros(d.allocated_shape)
+            add(u, v, w)
+            np.testing.assert_array_equal(u, expected_local(d, (), np.float64))
+            np.testing.assert_array_equal(v[1:3, 1:3], u[1:3, 1:3] + 1.0)
 
 
 def test_arrays_of_the_closure_are_refused(comm) -> None:

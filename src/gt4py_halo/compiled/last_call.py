@@ -243,10 +243,13 @@ class LastCall:
         rec: Any,
         timers: list,
         slot: int,
+        bindings: tuple,
     ) -> None:
         """``prepared``: the arguments ``conversion`` made of ``args`` for its compiled step
         (whose arrays are ``buffers``: a GT4Py field's is its ndarray), after a call with
-        them (which initialized the library)."""
+        them (which initialized the library); ``bindings``: the names the step read at its
+        build (``compiled/bindings.py``), checked before each call again (``_native.Rebound``
+        where one holds another object)."""
         compiled = conversion.compiled
         self.name, self.compiled, self.timers, self.slot = name, compiled, timers, slot
         self.profiled = rec is not None  # the build with timers, or the one without
@@ -255,7 +258,7 @@ class LastCall:
         conversion.entry_point(f"__gh_keep_{step}")(slot, compiled._libhandle, *prepared[0])
         self._again = conversion.entry_point(f"__gh_again_{step}_{slot}")
         address = ctypes.cast(self._again, ctypes.c_void_p).value
-        self._quick = _native.Again(args, tuple(buffers), address)
+        self._quick = _native.Again(args, tuple(buffers), address, bindings)
 
     def same(self, args: tuple) -> bool:
         """Whether ``again`` would run this call for ``args``."""

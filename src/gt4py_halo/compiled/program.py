@@ -41,11 +41,12 @@ from dace.frontend.python.common import DaceSyntaxError
 from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
-from gt4py_halo import profiling, transports
+from gt4py_halo import _native, profiling, transports
 from gt4py_halo.annotations import HaloValidity, note_written
 from gt4py_halo.build_once import arrive, build_on_root, largest
 from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.arena_lowering import place_attached_segments
+from gt4py_halo.compiled.bindings import bindings
 from gt4py_halo.compiled.cache_files import building_in, linked_libraries, load_build
 from gt4py_halo.compiled.convertible import (
     BY_PREFIX,
@@ -140,6 +141,8 @@ class Program:
         )
         self._in_place_min_bytes = in_place_min_bytes or 0
         self._one_thread: bool | None = None  # every rank one thread, at the first build
+        self._bindings: tuple = ()  # the names it read at its first build, and as written
+        self._bound_names: list[str] = []
         self._built: list[tuple] = []  # the keys of its builds, in order: alike on every rank
         self._binaries: dict[tuple, _Binary] = {}  # per build key
         self._layouts: dict[tuple, list] = {}  # per build key
@@ -218,18 +221,21 @@ class Program:
                 return
         # a model calls its step with the same fields, or swaps two sets between calls
         calls = self._last_calls
-        if self._placement is not None:  # exchanges from Python first, on arguments checked
-            kept = next((n for n, call in enumerate(calls) if call.same(args)), None)
-            if kept is None:
-                self._call(args)
+        try:
+            if self._placement is not None:  # exchanges from Python first, on arguments checked
+                kept = next((n for n, call in enumerate(calls) if call.same(args)), None)
+                if kept is None:
+                    self._call(args)
+                    return
+                self._keep_placement_valid(args, [_plain(a) for a in args])
+            if calls and calls[0].again(args):
                 return
-            self._keep_placement_valid(args, [_plain(a) for a in args])
-        if calls and calls[0].again(args):
-            return
-        for n in range(1, len(calls)):
-            if calls[n].again(args):
-                calls.insert(0, calls.pop(n))  # the most recently run first
-                return
+            for n in range(1, len(calls)):
+                if calls[n].again(args):
+                    calls.insert(0, calls.pop(n))  # the most recently run first
+                    return
+        except _native.Rebound as rebound:  # this rank alone may see it: no collective
+            raise self._rebound(rebound.args[0]) from None
         self._call(args)
 
     def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
@@ -258,7 +264,17 @@ class Program:
         conversion.check_messages(self.__name__)
         staying = self._last_calls[: SLOTS - 1]
         slot = min(set(range(SLOTS)) - {call.slot for call in staying})
-        last = LastCall(self.__name__, conversion, args, values, prepared, rec, binary.timers, slot)
+        last = LastCall(
+            self.__name__,
+            conversion,
+            args,
+            values,
+            prepared,
+            rec,
+            binary.timers,
+            slot,
+            self._bindings,
+        )
         self._last_calls = [last, *staying]
         if rec:
             last.recorded(rec, t)
@@ -344,9 +360,12 @@ class Program:
             if failure is not None:
                 raise failure
             _check_kinds(self._dace_program.argnames, values)
+            rebound = _native.rebound(self._bindings)
+            if rebound >= 0:
+                raise self._rebound(rebound)
             chosen = self._chosen.get(pattern) or self._fitting(values)  # a build's key
             if chosen is not None:  # checked as at a build
-                kinds = self._check_arguments(values, self._binaries[chosen].exchanged)
+                kinds = self._check_arguments(values, self._binaries[chosen])
         except (FieldError, ProgramError) as error:
             failure = error
         if self._comm.Get_size() > 1 and self._built:  # (none yet: none on any rank)
@@ -390,10 +409,11 @@ class Program:
         self._raise_on_every_rank(failure)
         if self._one_thread is None:  # shapes the code: decided together (compiled/threads.py)
             self._one_thread = self._comm.allreduce(openmp_threads() == 1, op=MPI.LAND)
+            self._bindings, self._bound_names = bindings(self.__wrapped__)
         layouts = self._agreed_layouts(values)
         key = self._key(values, layouts)
         if key in self._binaries:
-            self._check_exchanged_everywhere(values, self._binaries[key].exchanged)
+            self._check_exchanged_everywhere(values, self._binaries[key])
             return key, None
         with self._globals():
             known = step_cache.step_key(
@@ -409,6 +429,17 @@ class Program:
         self._binaries[key], self._layouts[key] = binary, layouts
         self._built.append(key)
         return key, compiled
+
+    def _rebound(self, index: int) -> ProgramError:
+        """The error of a call whose name ``self._bound_names[index]`` holds another object
+        than at the step's first build (``compiled/bindings.py``)."""
+        return ProgramError(
+            f"{self.__name__}: {self._bound_names[index]!r} holds another object than at the "
+            "step's first build, which compiled in what it held (a step compiles in the "
+            "exchanges, GT4Py programs, helpers and numbers it reads by name). Make the step "
+            "anew (gh.program) after giving the name another object, or pass what changes "
+            "as an argument"
+        )
 
     def _around(self, key: tuple) -> list:
         """What a step's build depends on besides its code and closure (``step_cache``)."""
@@ -429,8 +460,9 @@ class Program:
             [(i, data[k].plans[plan], known.prefixes[k]) for i, k, plan in record.exchanged],
             {p: new for p, new in zip(known.prefixes, record.renamed) if new is not None},
             [tuple(timer) for timer in record.timers],
+            record.written,
         )
-        self._check_exchanged_everywhere(values, binary.exchanged)
+        self._check_exchanged_everywhere(values, binary)
         log.debug("%s: built in an earlier run, loaded from %s", self.__name__, record.folder)
         return load_build(record.folder), binary
 
@@ -440,8 +472,9 @@ class Program:
         failure: Exception | None = None
         kinds = []
         try:
-            sdfg, _, exchanged, prefixes, timers, functions = self._lower(values, layouts)
-            kinds = self._check_arguments(values, exchanged)
+            sdfg, _, exchanged, prefixes, timers, functions, written = self._lower(values, layouts)
+            binary = _Binary("", exchanged, prefixes, timers, written)
+            kinds = self._check_arguments(values, binary)
         except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
             failure = error
         arrive(self._comm, repr(self.__name__))  # lowering takes each rank its own time
@@ -466,23 +499,26 @@ class Program:
                     f"{self.__name__} could not be built: {type(error).__name__}: {error}"
                 ) from error
         folder = os.path.abspath(self._comm.bcast(sdfg.build_folder))
-        return compiled, _Binary(folder, exchanged, prefixes, timers), sdfg.name
+        return compiled, dataclasses.replace(binary, folder=folder), sdfg.name
 
-    def _check_arguments(self, values: list[Any], exchanged: list[Exchanged]) -> list:
-        """``_check_exchanged`` of the arguments ``exchanged`` inside the step and of those
-        its placed exchanges take valid at entry (exchanged from Python before the step runs,
-        ``_keep_placement_valid``: after this check, on every rank)."""
+    def _check_arguments(self, values: list[Any], binary: _Binary) -> list:
+        """``_check_exchanged`` of the arguments the build's exchanges exchange whole and of
+        those its placed exchanges take valid at entry (exchanged from Python before the step
+        runs, ``_keep_placement_valid``: after this check, on every rank), and
+        ``_check_writable`` of those it writes."""
         at_entry = []
         if self._placement is not None:
             plan = self._exchange.decomposition.plan
             at_entry = [(i, plan(dim), "") for i, dim in self._placement.valid_at_entry.items()]
-        return _check_exchanged(self._dace_program.argnames, values, [*exchanged, *at_entry])
+        names = self._dace_program.argnames
+        _check_writable(names, values, binary.written)
+        return _check_exchanged(names, values, [*binary.exchanged, *at_entry])
 
-    def _check_exchanged_everywhere(self, values: list[Any], exchanged: list[Exchanged]) -> None:
-        """Collectively: ``_check_exchanged`` on every rank, then ``_check_fields_agree``."""
+    def _check_exchanged_everywhere(self, values: list[Any], binary: _Binary) -> None:
+        """Collectively: ``_check_arguments`` on every rank, then ``_check_fields_agree``."""
         failure, kinds = None, []
         try:
-            kinds = self._check_arguments(values, exchanged)
+            kinds = self._check_arguments(values, binary)
         except FieldError as error:
             failure = error
         self._raise_on_every_rank(failure)
@@ -704,6 +740,7 @@ class Program:
         sdfg = self._parse(values, layouts)
         self._check_closure()
         exchanged = _exchanged_arguments(sdfg, self._dace_program.argnames)
+        written = _written_arguments(sdfg, self._dace_program.argnames)
         prefixes = canonical_names(sdfg)
         # DaCe gives each node it adds without debug info the line of its caller, found by
         # inspecting the whole stack (most of a large step's lowering); the nodes lowering
@@ -735,15 +772,22 @@ class Program:
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         add_again_entry(sdfg)
-        return sdfg, report, exchanged, prefixes, timers, functions
+        return sdfg, report, exchanged, prefixes, timers, functions, written
 
 
 #: An argument a step exchanges whole: its position, the plan, the exchange's closure prefix.
 Exchanged = tuple[int, ExchangePlan, str]
 #: What ``Program._lower`` returns: the lowered step, what was fused, the arguments exchanged
-#: whole, the closure renamed, the timers, the exchange functions (``compiled_for_copies``).
+#: whole, the closure renamed, the timers, the exchange functions (``compiled_for_copies``),
+#: the arguments the step writes (positions).
 Lowering = tuple[
-    dace.SDFG, FusionReport, list[Exchanged], dict[str, str], list[tuple[str, str]], list[str]
+    dace.SDFG,
+    FusionReport,
+    list[Exchanged],
+    dict[str, str],
+    list[tuple[str, str]],
+    list[str],
+    tuple[int, ...],
 ]
 
 
@@ -755,6 +799,7 @@ class _Binary:
     exchanged: list[Exchanged]
     prefixes: dict[str, str]  # closure prefixes renamed (``canonical_names``)
     timers: list[tuple[str, str]]
+    written: tuple[int, ...]  # the positions of the arguments it writes
 
 
 def _record(known: step_cache.StepKey, binary: _Binary, name: str) -> step_cache.Record:
@@ -766,6 +811,7 @@ def _record(known: step_cache.StepKey, binary: _Binary, name: str) -> step_cache
         tuple(binary.prefixes.get(prefix) for prefix in known.prefixes),
         tuple((i, position[prefix], plan.name) for i, plan, prefix in binary.exchanged),
         tuple(map(tuple, binary.timers)),
+        binary.written,
     )
 
 
@@ -1038,6 +1084,30 @@ def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[Exchanged]:
                 if edge.dst_conn.startswith("_f") and name in names and whole:
                     found.append((names.index(name), PLANS[node.spec.uid], prefix))
     return found
+
+
+def _written_arguments(sdfg: dace.SDFG, names: list[str]) -> tuple[int, ...]:
+    """The positions of the step's arguments that its parsed SDFG writes (its stencils, its
+    exchanges, its own assignments)."""
+    written = {
+        node.data
+        for state in sdfg.all_states()
+        for node in state.data_nodes()
+        if state.in_degree(node) > 0
+    }
+    return tuple(i for i, name in enumerate(names) if name in written)
+
+
+def _check_writable(names: list[str], values: list[Any], written: tuple[int, ...]) -> None:
+    """A ``FieldError`` naming an argument the step writes that is read-only (a read-only
+    memory map, an array over ``bytes``, one made read-only: the compiled step would write
+    it, or crash writing it)."""
+    for i in written:
+        flags = getattr(values[i], "flags", None)  # NumPy's (CuPy's arrays have no such flag)
+        if flags is not None and not getattr(flags, "writeable", True):
+            raise FieldError(
+                f"argument {names[i]} is read-only, and the step writes it: pass a writable array"
+            )
 
 
 #: What no step takes (DaCe converts some into temporary arrays that a later call would reuse)

@@ -122,8 +122,8 @@ def _start_holding(sdfg: dace.SDFG, token: str) -> tuple[str, dace.SDFGState, An
     if last is None:
         return None
     state, edge = last
-    if isinstance(edge.src, dace.nodes.NestedSDFG):
-        return token, state, edge.src, []
+    if isinstance(edge.src, dace.nodes.NestedSDFG):  # a start's, or a helper's returning one
+        return (token, state, edge.src, []) if _is_start(edge.src.sdfg) else None
     if isinstance(edge.src, dace.nodes.AccessNode):
         source, edges = edge.src, [edge]
     else:  # a tasklet: DaCe's assignment
@@ -135,6 +135,13 @@ def _start_holding(sdfg: dace.SDFG, token: str) -> tuple[str, dace.SDFGState, An
     if found is None or found[3]:
         return None
     return (*found[:3], [(state, e) for e in edges])
+
+
+def _is_start(sdfg: dace.SDFG) -> bool:
+    """Whether ``sdfg`` is an ``ex.start``'s (``_finish_sdfg``)."""
+    from gt4py_halo.compiled.nodes import EXCHANGE_NODES
+
+    return any(isinstance(n, EXCHANGE_NODES) for s in sdfg.all_states() for n in s.nodes())
 
 
 def _repeated_in(state: dace.SDFGState) -> list[int]:

@@ -133,6 +133,8 @@ class Record:
     #: arguments exchanged whole: position, index of the exchange's prefix, plan name
     exchanged: tuple[tuple[int, int, str], ...]
     timers: tuple[tuple[str, str], ...]
+    #: the positions of the arguments the step writes
+    written: tuple[int, ...]
 
 
 def load(key: StepKey) -> Record | None:
@@ -149,6 +151,7 @@ def load(key: StepKey) -> Record | None:
             tuple(fields["renamed"]),
             tuple(tuple(e) for e in fields["exchanged"]),
             tuple(tuple(t) for t in fields["timers"]),
+            tuple(fields["written"]),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -1,0 +1,155 @@
+"""The names a compiled step read when it was built, and whether they still hold what they did.
+
+DaCe resolves a step's globals, closure variables and attributes when it parses the step,
+and compiles in what it found: the exchanges' plans, GT4Py programs, helper functions,
+numbers as constants. A name given another object afterwards (``ex = gh.make_exchange(d2)``,
+``self.ex = ...``, a global ``dt`` changed) would not be seen: the step would run with what
+it found, wrong halos or stale constants. So the step notes, at its first build, what each
+name it reads resolves to (``bindings``), and a call whose names resolve to other objects
+is a ``ProgramError`` before anything runs (``_native.rebound``, also inside the C of a call
+with the same arguments as a last one: ``last_call``).
+
+The names are read off the bytecode: each global or closure variable the step (and each
+Python helper function it calls, and theirs) loads, followed through the attributes loaded
+right after it while they are attributes of the object itself (in its ``__dict__``), and,
+for a step that is a method, the attributes of ``self``. Modules and their attributes,
+classes and builtins are not followed: what they hold is the libraries' own. A binding holds
+its object weakly where it can (a step never keeps a user's array alive), else holds it
+(numbers, strings, tuples: compared by value where the object differs).
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import types
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+#: What a name may hold that the step does not compile in as found
+_NOT_FOLLOWED = (
+    types.ModuleType,
+    type,
+    types.BuiltinFunctionType,
+    types.MethodWrapperType,
+    np.ufunc,
+)
+_LOADS = {"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_FAST", "LOAD_FAST_CHECK"}
+
+
+def bindings(function: Callable[..., Any]) -> tuple[tuple, list[str]]:
+    """What ``function`` (a step: a function or bound method) reads by name now: the
+    entries ``_native.rebound`` checks, ``(root, names, held)`` (``root`` a dict whose
+    ``names[0]`` is looked up, a closure cell or an object, the rest of ``names`` its
+    attributes), and each entry's name as written (``self.ex``)."""
+    entries: dict[tuple, tuple] = {}
+    this = getattr(function, "__self__", None) if inspect.ismethod(function) else None
+    function = getattr(function, "__func__", function)
+    seen: set[int] = set()
+    todo = [(function, this)]
+    while todo:
+        f, obj = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        for root, names, shown in _reads(f, obj):
+            value = _resolve(root, names)
+            if value is _GONE or isinstance(value, _NOT_FOLLOWED):
+                continue
+            key = (id(root), names)
+            if key not in entries:
+                entries[key] = ((root, names, _held(value)), shown)
+            helper = getattr(value, "f", value)  # a DaCe program: its Python function
+            if isinstance(helper, types.FunctionType) and _users(helper):
+                todo.append((helper, None))
+    found = list(entries.values())
+    return tuple(e for e, _ in found), [shown for _, shown in found]
+
+
+_GONE = object()
+
+
+def _reads(f: types.FunctionType, obj: Any) -> Iterator[tuple[Any, tuple[str, ...], str]]:
+    """Each name ``f``'s code (its nested code too) loads, with the attributes loaded right
+    after it that its object holds itself: ``(root, names, as written)``."""
+    cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+    first = f.__code__.co_varnames[0] if obj is not None and f.__code__.co_argcount else None
+    for code in _codes(f.__code__):
+        chain: list = []
+        for ins in [*dis.get_instructions(code), None]:
+            if ins is not None and ins.opname == "LOAD_ATTR" and chain:
+                chain.append(ins.argval)
+                continue
+            if chain:
+                yield from _bound(chain, f.__globals__, cells, obj, first)
+            chain = [ins] if ins is not None and ins.opname in _LOADS else []
+
+
+def _bound(chain: list, namespace: dict, cells: dict, obj: Any, first: str | None) -> Any:
+    """The entry of a load and the attributes after it (``_reads``), if it is one: a global
+    (not a builtin), a closure variable, or an attribute of the method's object."""
+    load, attributes = chain[0], chain[1:]
+    name = load.argval
+    if load.opname == "LOAD_GLOBAL" and name in namespace:
+        root, names = namespace, (name,)
+    elif load.opname == "LOAD_DEREF" and name in cells:
+        root, names = cells[name], ()
+    elif load.opname.startswith("LOAD_FAST") and name == first and attributes:
+        root, names = obj, ()
+    else:
+        return
+    value = _resolve(root, names)
+    for attribute in attributes:  # as far as the objects hold the attributes themselves
+        if isinstance(value, types.ModuleType) or attribute not in getattr(value, "__dict__", ()):
+            break
+        value = getattr(value, attribute)
+        if isinstance(value, (types.MethodType, types.BuiltinMethodType)):  # the object's
+            break
+        names += (attribute,)
+    if names or isinstance(root, types.CellType):
+        yield root, names, ".".join(names if isinstance(root, dict) else [name, *names])
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _resolve(root: Any, names: tuple[str, ...]) -> Any:
+    """What ``root`` and ``names`` resolve to now (as ``_native.rebound`` does), or
+    ``_GONE``."""
+    rest = names
+    if isinstance(root, dict):
+        if names[0] not in root:
+            return _GONE
+        value, rest = root[names[0]], names[1:]
+    elif isinstance(root, types.CellType):
+        try:
+            value = root.cell_contents
+        except ValueError:
+            return _GONE
+    else:
+        value = root
+    for attribute in rest:
+        value = getattr(value, attribute, _GONE)
+        if value is _GONE:
+            break
+    return value
+
+
+def _held(value: Any) -> Any:
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return value
+
+
+def _users(f: types.FunctionType) -> bool:
+    """Whether ``f`` is the user's, not a library's (whose names are not followed)."""
+    top = (f.__module__ or "").partition(".")[0]
+    return top not in {"dace", "gt4py", "gt4py_halo", "numpy", "cupy", "mpi4py"}
