@@ -907,6 +907,47 @@ def test_wait_for_a_rank_is_reported(comm, monkeypatch, capfd, backend):
         ), err
 
 
+def test_a_compiled_step_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd):
+    """A compiled step whose exchange is skipped on one rank (a branch on data that differs
+    between ranks) leaves the others waiting inside its C++: a thread says so on stderr,
+    naming the step (here rank 0 makes the exchange later, with the next call, and the
+    exchange completes: exact halos, NumPy's fields and GT4Py's default ones, uneven
+    blocks)."""
+    if comm.size == 1:
+        pytest.skip("needs at least two ranks")
+    monkeypatch.setattr("gt4py_halo.build_once.REPORT_AFTER_S", 0.3)
+    d = gh.CartesianDecomposition((45, 38), halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d, backend="mpi")
+
+    @gh.program(comm=comm)
+    def branching(u, g, flag):
+        if flag[0] > 0:
+            ex.exchange(u, g)
+
+    u = filled_local(d, (), np.float64)
+    g = gtx.as_field([gtx.Dimension("I"), gtx.Dimension("J")], filled_local(d, (), np.int32))
+    flag = np.ones(1, np.int32)
+    branching(u, g, flag)
+    if comm.rank == 0:
+        flag[0] = 0
+        branching(u, g, flag)  # skips the exchange the others make
+        time.sleep(2.0)
+        flag[0] = 1
+    branching(u, g, flag)
+    np.testing.assert_array_equal(u, expected_local(d, (), np.float64))
+    np.testing.assert_array_equal(g.asnumpy(), expected_local(d, (), np.int32))
+    time.sleep(1.1)  # (the thread looks once per period)
+    err = capfd.readouterr().err
+    if comm.rank == 0:
+        assert "has waited" not in err
+    else:
+        assert re.search(
+            r"rank \d+ has waited \d+ s for the messages of an exchange of compiled step "
+            r"'branching' \(cartesian \(each rank must run its exchanges alike",
+            err,
+        ), err
+
+
 def test_ghex_check_of_new_fields_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd):
     """A rank that does not come to the check of a new kind of fields leaves no silent hang:
     the waiting ranks say what they wait for (a late rank still comes here)."""

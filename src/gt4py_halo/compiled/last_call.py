@@ -98,6 +98,7 @@ class Conversion:
         constant 1)."""
         self.compiled, self._fixed, self._names, self._layouts = compiled, fixed, names, layouts
         self._symbols: dict[str, Any] = {}
+        self.waits: Any = None  # what watches its MPI waits (``StepWaits``), if it has any
         descriptors = compiled._typedict
         sources: dict[str, tuple] = {}  # where each of the step's C parameters comes from
         for position, (name, layout) in enumerate(zip(names, layouts)):

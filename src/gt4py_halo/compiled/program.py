@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import ctypes
 import dataclasses
 import functools
 import hashlib
@@ -92,6 +93,7 @@ from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError, HaloError, ProgramError, RanksDisagreeError
 from gt4py_halo.gt4py_support import openmp_threads
 from gt4py_halo.runtime.fields import check_disjoint, field_spec
+from gt4py_halo.transports.mpi.runtime import StepWaits
 
 log = logging.getLogger(__name__)
 
@@ -397,6 +399,10 @@ class Program:
             fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
             names, layouts = self._dace_program.argnames, self._layouts[chosen]
             conversion = Conversion(compiled, fixed, names, layouts)
+            counter = conversion.entry_point("gt4py_halo_mpi_waits", ctypes.c_ulong)
+            if counter is not None:  # its MPI waits watched while it lives
+                kinds = sorted({plan.name for _, plan, _ in binary.exchanged}) or ["mpi"]
+                conversion.waits = StepWaits(counter, self.__name__, self._comm.rank, kinds)
             self._builds[pattern, chosen] = (conversion, binary)
         return self._builds[pattern, chosen]
 

@@ -301,9 +301,10 @@ def report_wait(rank: int, seconds: float, which: str, kind: str, peers: Iterabl
     (``which``: "exchange call 3", "an exchange"; its ``kind`` of fields: ``described``) from
     ``peers``: every transport's
     report of a long wait."""
+    ranks = ", ".join(map(str, sorted(set(peers))))
     print(
         f"gt4py_halo: rank {rank} has waited {seconds:.0f} s for the messages of {which} "
-        f"({kind}) from ranks {', '.join(map(str, sorted(set(peers))))}: every rank "
+        f"({kind}) from {f'ranks {ranks}' if ranks else 'its neighbours'}: every rank "
         "must make the same exchange calls, in the same order",
         file=sys.stderr,
         flush=True,

@@ -129,8 +129,16 @@ class MessageSet:
         # flight is waited for then (``in_flight``), maybe after Python's finalizers ran
         requests = self._send_requests + self._recv_requests
         weakref.finalize(self, _free_requests, requests).atexit = False
-        self.awaited = (comm.Get_rank(), described(plan.name, tuple(specs)))  # a long wait's
-        _LONG_WAITS.watch(self)
+        self._awaited = (comm.Get_rank(), described(plan.name, tuple(specs)))  # a long wait's
+        LONG_WAITS.watch(self)
+
+    def waits(self) -> int:
+        """Twice the waits for its messages begun, plus one while one lasts (``LongWaits``)."""
+        return self._requests.waits()
+
+    def report_long_wait(self, seconds: float) -> None:
+        rank, kind = self._awaited
+        report_wait(rank, seconds, "an exchange", kind, self._peers)
 
     def exchange(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
         """``start`` and ``wait`` in one call into C, where nothing is profiled (the
@@ -387,19 +395,21 @@ def _handles(requests: Sequence[MPI.Request]) -> bytes:
     return b"".join((MPI._handleof(r) & mask).to_bytes(size, sys.byteorder) for r in requests)
 
 
-class _LongWaits:
+class LongWaits:
     """Says on stderr, every ``build_once.REPORT_AFTER_S``, which exchange's messages a wait
     has waited for that long, from which ranks: a rank that skipped a call of the same fields
-    and then stopped leaves the others waiting in one call into C (``_native.Persistent``),
-    which no Python runs during. A thread of its own (started with the first message set)
-    looks at each message set's wait counter (``waits``: odd while a wait lasts) at most once
-    a second; the waits themselves only count."""
+    and then stopped (or, in a compiled step, took a branch or a loop trip the others did
+    not) leaves the others waiting in one call into C (``_native.Persistent``, a compiled
+    step), which no Python runs during. A thread of its own (started with the first watched
+    object) looks at each one's wait counter (``waits()``: odd while a wait lasts) at most
+    once a second; the waits themselves only count. Watched: message sets, and the loaded
+    compiled steps with MPI exchanges (``StepWaits``)."""
 
     def __init__(self) -> None:
-        self._sets: list[weakref.ref[MessageSet]] = []
+        self._sets: list[weakref.ref] = []
         self._thread: threading.Thread | None = None
 
-    def watch(self, messages: MessageSet) -> None:
+    def watch(self, messages: MessageSet | StepWaits) -> None:
         self._sets.append(weakref.ref(messages, self._sets.remove))
         if self._thread is None:
             self._thread = threading.Thread(
@@ -408,36 +418,56 @@ class _LongWaits:
             self._thread.start()
 
     def _run(self) -> None:
-        seen: dict[int, tuple[int, float, float]] = {}
+        seen: dict[weakref.ref, tuple[int, float, float]] = {}
         while True:
             period = min(1.0, build_once.REPORT_AFTER_S / 2)
             time.sleep(period)
             seen = self._look(seen, period)
 
-    def _look(self, seen: dict[int, tuple[int, float, float]], period: float) -> dict:
-        """Report the waits that lasted; per set waiting now: its wait counter, since when
-        that wait lasts (a wait first seen began up to a ``period`` before), when it was
-        last reported. (No set outlives the call.)"""
+    def _look(self, seen: dict[weakref.ref, tuple[int, float, float]], period: float) -> dict:
+        """Report the waits that lasted; per object waiting now (by its weak reference: an
+        object made after one died may have its ``id``): its wait counter, since when that
+        wait lasts (a wait first seen began up to a ``period`` before), when it was last
+        reported."""
         now, looked = time.monotonic(), {}
         for ref in list(self._sets):  # (a copy: the main thread appends and removes)
             messages = ref()
             if messages is None:
                 continue
-            waits = messages._requests.waits()
+            waits = messages.waits()
             if waits % 2 == 0:
                 continue
-            last, since, reported = seen.get(id(messages), (waits, now - period, now))
+            last, since, reported = seen.get(ref, (waits, now - period, now))
             if last != waits:
                 since, reported = now - period, now
             if now - reported >= build_once.REPORT_AFTER_S:
                 reported = now
-                rank, kind = messages.awaited
-                report_wait(rank, now - since, "an exchange", kind, messages._peers)
-            looked[id(messages)] = (waits, since, reported)
+                messages.report_long_wait(now - since)
+            looked[ref] = (waits, since, reported)
         return looked
 
 
-_LONG_WAITS = _LongWaits()
+LONG_WAITS = LongWaits()
+
+
+class StepWaits:
+    """The waits of a loaded compiled step's MPI exchanges (``include/gt4py_halo_mpi.hpp``:
+    one counter per library), watched by ``LONG_WAITS`` while it lives."""
+
+    def __init__(self, counter: Callable[[], int], step: str, rank: int, kinds: list[str]):
+        """``counter``: the library's ``gt4py_halo_mpi_waits``; ``kinds``: its exchanges'
+        plans (their names)."""
+        self._counter, self._step, self._rank, self._kinds = counter, step, rank, kinds
+        LONG_WAITS.watch(self)
+
+    def waits(self) -> int:
+        return self._counter()
+
+    def report_long_wait(self, seconds: float) -> None:
+        which = f"an exchange of compiled step {self._step!r}"
+        kind = ", ".join(self._kinds) + " (each rank must run its exchanges alike: the same "
+        kind += "branches, the same loop trips)"
+        report_wait(self._rank, seconds, which, kind, ())
 
 
 def _free_requests(requests: list[MPI.Prequest]) -> None:

@@ -22,6 +22,13 @@ inline Unexpected& unexpected() {
     return note;
 }
 
+// Twice the waits begun, plus one while one lasts (odd: waiting): read from another thread
+// (transports/mpi/runtime.py, StepWaits), which says on stderr when a wait lasts.
+inline unsigned long& waits() {
+    static unsigned long count = 0;
+    return count;
+}
+
 // MPI_Waitall on the count requests, then the sizes of what the receives among them got
 // checked: requests whose expected[k] >= 0 are receives of that many bytes. A wait that fails
 // for some requests (a truncated message) may leave others active (MPI_ERR_PENDING): those
@@ -30,7 +37,10 @@ inline Unexpected& unexpected() {
 // a whole (its error code in got).
 inline void wait_checked(int count, MPI_Request* requests, MPI_Status* statuses,
                          const long* expected) {
+    unsigned long& begun = waits();
+    __atomic_store_n(&begun, begun + 1, __ATOMIC_RELAXED);
     int rc = MPI_Waitall(count, requests, statuses);
+    __atomic_store_n(&begun, begun + 1, __ATOMIC_RELAXED);
     Unexpected& note = unexpected();
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
         if (note.count++ == 0) note.source = -1, note.got = rc, note.expected = 0;
@@ -57,4 +67,9 @@ extern "C" DACE_EXPORTED long gt4py_halo_mpi_unexpected(long* details) {
     long count = note.count;
     note = gt4py_halo_mpi::Unexpected();
     return count;
+}
+
+// The library's wait counter (gt4py_halo_mpi::waits).
+extern "C" DACE_EXPORTED unsigned long gt4py_halo_mpi_waits() {
+    return __atomic_load_n(&gt4py_halo_mpi::waits(), __ATOMIC_RELAXED);
 }
