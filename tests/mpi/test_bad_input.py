@@ -65,6 +65,25 @@ def test_read_only(cartesian):
         ex.start(field)
 
 
+def test_a_field_that_overlaps_itself(cartesian):
+    """A field whose elements share memory (a stride of 0, or strides that step into each
+    other): its halo writes would land on its owned cells. Views of every other element,
+    reversed axes, transposes and level slices are fine."""
+    d, ex = cartesian
+    base = np.zeros((*d.allocated_shape[:2], 2 * d.allocated_shape[2]))
+    level = np.zeros(d.allocated_shape[:2])
+    repeated = np.lib.stride_tricks.as_strided(level, d.allocated_shape, (*level.strides, 0))
+    with pytest.raises(gh.FieldError, match="field 1 overlaps itself"):
+        ex.exchange(np.zeros(d.allocated_shape), repeated)
+    strides = (base.strides[0], 8, 8)  # axis 1 steps into axis 2
+    squeezed = np.lib.stride_tricks.as_strided(base, d.allocated_shape, strides)
+    with pytest.raises(gh.FieldError, match="field 0 overlaps itself"):
+        ex.start(squeezed)
+    fine = [base[..., ::2], base[::-1, :, 1::2]]
+    ex.exchange(*fine)
+    ex.exchange(np.zeros(d.allocated_shape[::-1]).T)
+
+
 def test_fields_that_share_memory(cartesian):
     """The same array twice, or two overlapping views of one buffer: one field's halo would be
     another's owned cells. Views that share no element (a tracer axis) are exchanged."""

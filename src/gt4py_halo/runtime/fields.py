@@ -55,7 +55,27 @@ def field_spec(plan: ExchangePlan, array: Any, position: int | str) -> FieldSpec
         )
     if isinstance(array, np.ndarray) and not array.flags.writeable:
         raise FieldError(f"field {position} is read-only; its halo cannot be written")
+    strides = getattr(array, "strides", None)  # (NumPy's and CuPy's arrays: in bytes)
+    if strides is not None and _overlaps_itself(shape, tuple(strides), dtype.itemsize):
+        raise FieldError(
+            f"field {position} overlaps itself (shape {shape}, strides {tuple(strides)} "
+            "bytes: some of its elements share memory, as with a stride of 0); its halo "
+            "writes would land on its owned cells"
+        )
     return FieldSpec(dtype=dtype, level_shape=shape[ndim:])
+
+
+def _overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    """Whether an array of ``shape`` and ``strides`` may have elements at one address: its
+    axes by stride, each must step past the whole extent of those below it (what every
+    array NumPy allocates, and its views, do; a layout that interleaves its axes without
+    sharing an element would also be refused, and none is known to be made)."""
+    reach = itemsize  # the bytes the axes below span
+    for stride, n in sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1):
+        if stride < reach:
+            return True
+        reach += stride * (n - 1)
+    return False
 
 
 def specs_of(plan: ExchangePlan, arrays: Sequence[Any]) -> tuple[FieldSpec, ...]:
