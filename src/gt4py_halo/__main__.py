@@ -10,6 +10,7 @@ from mpi4py import MPI
 
 import gt4py_halo
 from gt4py_halo.config import backend_and_source
+from gt4py_halo.errors import ConfigError
 from gt4py_halo.transports import AUTO_ORDER, TRANSPORTS, installed
 
 
@@ -20,7 +21,11 @@ def main() -> None:
     for name in TRANSPORTS:
         print(f"transport {name}: {'installed' if installed(name) else 'not installed'}")
     print(f"GPU: {_gpus()}")
-    name, source = backend_and_source()
+    try:
+        name, source = backend_and_source()
+    except ConfigError as error:
+        print(f"configuration: {error}")
+        return
     if name.lower() == "auto":
         here = next((c for c in AUTO_ORDER if installed(c)), None)
         note = f" (first installed of {', '.join(AUTO_ORDER)}: {here or 'none'} here)"

@@ -53,7 +53,7 @@ from mpi4py import MPI
 
 from gt4py_halo.config import profile_and_source
 from gt4py_halo.decomposition.collective import check_ranks_agree, raise_on_all_ranks
-from gt4py_halo.errors import ProfileError, RanksDisagreeError
+from gt4py_halo.errors import ConfigError, ProfileError, RanksDisagreeError
 
 #: The profile in progress on this process, or None: what the exchanges test.
 recorder: Recorder | None = None
@@ -332,6 +332,10 @@ def _clock_offset(comm: MPI.Comm, now: Callable[[], float]) -> float:
 
 #: The run's profile from the configuration, while on.
 _whole_run: profile | None = None
+#: Why the configuration could not be read at import: raised at each decomposition made
+#: (``agree_on_whole_run``), on every rank of it, not by the import (which would leave
+#: ``python -m gt4py_halo`` nothing to report it with)
+_unreadable: ConfigError | None = None
 
 
 def _profile_whole_run() -> None:
@@ -341,8 +345,12 @@ def _profile_whole_run() -> None:
     profile at the first decomposition made over all of them (``agree_on_whole_run``), and
     only a confirmed profile is gathered at the exit; one never confirmed is dropped there,
     with a word on stderr, as a gather then could wait for ranks that do not profile."""
-    global _whole_run
-    folder, _ = profile_and_source()
+    global _whole_run, _unreadable
+    try:
+        folder, _ = profile_and_source()
+    except ConfigError as error:
+        _unreadable = error
+        return
     if folder is None:
         return
     whole = profile(folder)
@@ -364,10 +372,17 @@ def agree_on_whole_run(comm: MPI.Comm) -> None:
     whole = _whole_run
     confirming = whole is not None and whole._comm is None and comm.size == MPI.COMM_WORLD.size
     problem = whole._folder_problem() if confirming and MPI.COMM_WORLD.rank == 0 else None
-    everyone = comm.allgather((None if whole is None else whole._named, problem))
-    on = [rank for rank, (folder, _) in enumerate(everyone) if folder is not None]
-    folders = {folder for folder, _ in everyone if folder is not None}
-    problems = [p for _, p in everyone if p is not None]
+    unreadable = None if _unreadable is None else str(_unreadable)
+    everyone = comm.allgather((None if whole is None else whole._named, problem, unreadable))
+    if any(u for _, _, u in everyone):
+        if _unreadable is not None:
+            raise ConfigError(str(_unreadable))
+        raise ConfigError(
+            "; ".join(f"rank {rank}: {u}" for rank, (_, _, u) in enumerate(everyone) if u)
+        )
+    on = [rank for rank, (folder, _, _) in enumerate(everyone) if folder is not None]
+    folders = {folder for folder, _, _ in everyone if folder is not None}
+    problems = [p for _, p, _ in everyone if p is not None]
     if (on and len(on) < comm.size) or len(folders) > 1 or problems:
         if whole is not None:
             whole._stop()

@@ -53,6 +53,22 @@ def test_a_pyproject_that_cannot_be_read_is_named(workdir, text, match):
         configured_backend()
 
 
+def test_a_pyproject_unreadable_at_import_is_an_error_at_each_decomposition(workdir, monkeypatch):
+    """The import reads the profile setting; a ``pyproject.toml`` it cannot read does not fail
+    the import (``python -m gt4py_halo`` reports it) but each decomposition made after it,
+    on every rank, before anything is exchanged."""
+    from mpi4py import MPI
+
+    from gt4py_halo import profiling
+
+    monkeypatch.setattr(profiling, "_unreadable", None)  # (restored after the test)
+    (workdir / "pyproject.toml").write_text("[tool.gt4py_halo\n")
+    profiling._profile_whole_run()  # what the import does
+    for _ in range(2):
+        with pytest.raises(gh.ConfigError, match="cannot be read as TOML"):
+            gh.CartesianDecomposition((6, 5), halo=1, comm=MPI.COMM_SELF)
+
+
 def test_a_pyproject_without_settings_of_ours_is_fine(workdir):
     (workdir / "pyproject.toml").write_text('tool = 1\n[project]\nname = "x"\n')
     assert configured_backend() == "mpi"

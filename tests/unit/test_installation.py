@@ -23,7 +23,8 @@ def test_typed_package() -> None:
 def test_python_m_reports_the_installation(tmp_path) -> None:
     """Transports, GPU, the backend in effect and where the setting comes from (run where no
     pyproject.toml configures one): ``auto`` with the transport it resolves to here, a
-    transport that is not installed said so; ``--help`` says what it does."""
+    transport that is not installed said so; ``--help`` says what it does; a
+    ``pyproject.toml`` that cannot be read is reported (the import does not fail on it)."""
 
     def report(backend: str, *args: str) -> str:
         return subprocess.run(
@@ -48,6 +49,10 @@ def test_python_m_reports_the_installation(tmp_path) -> None:
     if "transport nccl: not installed" in nccl:
         assert "backend: 'nccl' (not installed here: make_exchange raises)" in nccl
     assert "the version, the transports" in report("mpi", "--help")
+    (tmp_path / "pyproject.toml").write_text("[tool.gt4py_halo\n")  # not TOML
+    broken = report("")
+    assert broken.startswith(f"gt4py_halo {gh.__version__} ")
+    assert "configuration: " in broken and "cannot be read as TOML" in broken
 
 
 FRESH_VENV_CHECK = """
