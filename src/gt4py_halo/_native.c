@@ -288,7 +288,21 @@ typedef struct {
     PyObject *bindings; /* the names the step read at its build (see rebound) */
 } Again;
 
+/* The bindings may hold the object whose step this is (a method's `self`, which holds the
+   step): a cycle the garbage collector must see through. */
+static int again_traverse(Again *self, visitproc visit, void *arg) {
+    Py_VISIT(self->bindings);
+    for (Py_ssize_t i = 0; self->held != NULL && i < self->count; ++i) Py_VISIT(self->held[i]);
+    return 0;
+}
+
+static int again_clear(Again *self) {
+    Py_CLEAR(self->bindings);
+    return 0;
+}
+
 static void again_dealloc(Again *self) {
+    PyObject_GC_UnTrack(self);
     for (Py_ssize_t i = 0; i < self->count; ++i) {
         Py_XDECREF(self->held[i]);
         Py_XDECREF(self->buffers[i]);
@@ -372,10 +386,23 @@ static PyObject *resolve(PyObject *root, PyObject *names) {
     return value;
 }
 
+/* Whether constants `was` and `now` (held by value: numbers, strings, tuples) compile alike:
+   floats (Python's or NumPy's) of the same bits (a NaN is a NaN, -0.0 is not 0.0), or
+   objects of one type that are equal (those that do not compare, arrays in a tuple: not). */
+static int same_constant(PyObject *was, PyObject *now) {
+    if (PyFloat_Check(was) && PyFloat_Check(now)) {
+        double x = PyFloat_AS_DOUBLE(was), y = PyFloat_AS_DOUBLE(now);
+        return memcmp(&x, &y, sizeof x) == 0;
+    }
+    if (Py_TYPE(was) != Py_TYPE(now)) return 0;
+    int equal = PyObject_RichCompareBool(was, now, Py_EQ);
+    if (equal < 0) PyErr_Clear();
+    return equal == 1;
+}
+
 /* The index of the first of `bindings` ((root, names, held) tuples, gt4py_halo/compiled/
    bindings.py) that resolves to another object than it held (a weak reference, or the
-   object, then a number, string or tuple compared by type and value); -1 if none; -2 on
-   error. */
+   object, then a constant compared by value: same_constant); -1 if none; -2 on error. */
 static Py_ssize_t rebound_index(PyObject *bindings) {
     Py_ssize_t n = PyTuple_GET_SIZE(bindings);
     for (Py_ssize_t i = 0; i < n; ++i) {
@@ -391,13 +418,7 @@ static Py_ssize_t rebound_index(PyObject *bindings) {
             return -2;
         }
         int equal = was == now;
-        if (!equal && was != NULL && !PyWeakref_CheckRef(held) && Py_TYPE(was) == Py_TYPE(now)) {
-            equal = same_value(was, now);
-            if (equal < 0) { /* values that do not compare (arrays in a tuple): not the same */
-                PyErr_Clear();
-                equal = 0;
-            }
-        }
+        if (!equal && was != NULL && !PyWeakref_CheckRef(held)) equal = same_constant(was, now);
         Py_DECREF(now);
         if (!equal) return i;
     }
@@ -493,10 +514,9 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 }
 
 /* 1 if `args` are the held arguments, alive and their buffers of their layouts then; 0 if
-   not; -1 on error, and with Rebound raised where a name the step read holds another object
-   (check_bindings). */
+   not; -1 on error, and with Rebound raised where they are and a name the step read holds
+   another object (check_bindings). */
 static int same(Again *self, PyObject *args) {
-    if (check_bindings(self->bindings) < 0) return -1;
     if (self->never || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
     for (Py_ssize_t i = 0; i < self->count; ++i) {
         PyObject *arg = PyTuple_GET_ITEM(args, i), *held, *buffer = arg;
@@ -520,7 +540,9 @@ static int same(Again *self, PyObject *args) {
         int equal = has_layout(buffer, self->layouts[i]);
         if (equal != 1) return equal;
     }
-    return 1;
+    /* the same arguments: then the names (new ones go to Python, which checks them there
+       with the other ranks) */
+    return check_bindings(self->bindings) < 0 ? -1 : 1;
 }
 
 static PyObject *again_same(Again *self, PyObject *args) {
@@ -556,10 +578,12 @@ static PyMethodDef again_methods[] = {
 static PyTypeObject AgainType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Again",
     .tp_basicsize = sizeof(Again),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Again(args, buffers, address): called with the same args, calls the C function at "
-              "address (no arguments) and returns True; else returns False.",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Again(args, buffers, address, bindings): called with the same args, calls the C "
+              "function at address (no arguments) and returns True; else returns False.",
     .tp_new = again_new,
+    .tp_traverse = (traverseproc)again_traverse,
+    .tp_clear = (inquiry)again_clear,
     .tp_dealloc = (destructor)again_dealloc,
     .tp_call = (ternaryfunc)again_call,
     .tp_methods = again_methods,

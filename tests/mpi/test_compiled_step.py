@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
 import inspect
 import itertools
 import re
 import shutil
 import tempfile
 import types
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -438,6 +440,13 @@ def test_a_step_may_be_a_method(diffusion: ModuleType, comm) -> None:
 
     with pytest.raises(gh.ProgramError, match="have no __dict__ \\(__slots__\\)"):
         Slotted().run  # noqa: B018 - the access is what is refused
+    # the object and what it holds are freed with it (its steps hold it: a cycle the
+    # collector sees through)
+    granule.big = np.zeros(1000)
+    alive, big = weakref.ref(granule), weakref.ref(granule.big)
+    del granule, step
+    gc.collect()
+    assert alive() is None and big() is None
 
 
 def test_stencil_short_of_the_send_boxes(diffusion: ModuleType, comm) -> None:
@@ -1510,7 +1519,9 @@ def test_names_given_other_objects_after_the_build_are_refused(comm) -> None:
     afterwards is a ``ProgramError`` naming it, on every rank, whether the call passes the
     arguments of a last call (checked in C) or new ones, before anything runs (it ran with
     the old exchange: the halos of another decomposition). An equal number, or the same
-    object given back, runs as before; a step made anew takes the new objects. Exact
+    object given back, runs as before; a step made anew takes the new objects. A name
+    rebound on one rank only, then a call with new arguments: the error on every rank. The
+    names a method of the object reads that the step calls are the step's too. Exact
     halos; NumPy's fields and GT4Py's default ones, uneven blocks."""
     periodic = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
     walled = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=False, comm=comm)
@@ -1525,11 +1536,15 @@ def test_names_given_other_objects_after_the_build_are_refused(comm) -> None:
 
     class Model:
         def __init__(self, ex):
-            self.ex = ex
+            self.ex, self.k = ex, 2.0
+
+        def put(self, c):  # a method the step calls: its names are the step's too
+            c[0, 0] = self.k
 
         @gh.program(comm=comm)
-        def step(self, a, b):
+        def step(self, a, b, c):
             self.ex.exchange(a, b)
+            self.put(c)
 
     specs = [((), np.float64, "C"), ((3,), np.float64, "gt4py")]
 
@@ -1543,7 +1558,7 @@ def test_names_given_other_objects_after_the_build_are_refused(comm) -> None:
     c = np.zeros((2, 2))
     kept = [*check(step, periodic, c), c]
     model = Model(ex)
-    check(model.step, periodic)
+    check(model.step, periodic, c)
     for name, rebind, back in [
         ("ex.exchange", lambda: gh.make_exchange(walled), lambda: original),
         ("holder.ex.exchange", lambda: setattr(holder, "ex", gh.make_exchange(walled)), None),
@@ -1568,12 +1583,22 @@ def test_names_given_other_objects_after_the_build_are_refused(comm) -> None:
         else:
             holder.scale = 3.0
         check(step, periodic, c)
-    scale = 2.0 + float(comm.rank) * 0.0  # an equal number, another object
-    step(*kept)
-    assert c[1, 1] == 6.0
+    for equal in (2.0 + float(comm.rank) * 0.0, np.float64(2.0)):  # other objects
+        scale = equal
+        step(*kept)
+        assert c[1, 1] == 6.0
+    if comm.rank == comm.size - 1:  # on one rank: with new arguments, an error on every rank
+        scale = 2.5
+    with pytest.raises(gh.ProgramError, match="'scale' holds another object"):
+        step(*local_fields(periodic, specs), c)
+    scale = 2.0
+    model.k = 3.0
+    with pytest.raises(gh.ProgramError, match="'self.k' holds another object"):
+        model.step(*local_fields(periodic, specs), c)
+    model.k = 2.0
     model.ex = gh.make_exchange(walled)
     with pytest.raises(gh.ProgramError, match="'self.ex.exchange' holds another object"):
-        model.step(*local_fields(periodic, specs))
+        model.step(*local_fields(periodic, specs), c)
     ex = holder.ex = gh.make_exchange(walled)
     check(gh.program(exchange_and_scale, comm=comm), walled, c)
 

@@ -84,10 +84,23 @@ def test_helpers_dace_compiles_still_build() -> None:
     assert (a == 2.0).all()  # every cell: owned ones doubled, the halo from periodic owners
 
 
-def test_code_dace_fails_to_lower_is_an_error() -> None:
-    """DaCe 2.0.0a10's simplification fails on a helper returning early inside a loop that
-    continues (a ``ValueError`` of its own): named in a ``ProgramError``, DaCe's error
-    chained."""
+def test_a_helper_returning_without_a_value_is_an_error() -> None:
+    """DaCe 2.0.0a10 inlines a helper's ``return`` as a return from the whole step: the code
+    after the call was dropped without a word (inside a loop that continues, its
+    simplification failed instead)."""
     a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
-    with pytest.raises(gh.ProgramError, match="returning_early_in_a_loop was not built: Val"):
+    with pytest.raises(gh.ProgramError, match="helper function '.*maybe_double' has a `ret"):
         returning_early_in_a_loop(a, b, 3)
+
+
+def test_an_error_of_dace_lowering_a_step_is_named(monkeypatch) -> None:
+    """Whatever DaCe raises lowering a step is a ``ProgramError`` naming it, chained."""
+    from gt4py_halo.compiled import program
+
+    def failing(*args, **kwargs):
+        raise ValueError("what DaCe raised")
+
+    monkeypatch.setattr(program, "fuse_exchange_maps", failing)
+    step = gh.program(calling_a_helper.__wrapped__, comm=MPI.COMM_SELF)  # (nothing lowered)
+    with pytest.raises(gh.ProgramError, match="was not built: ValueError: what DaCe raised"):
+        step(np.zeros(d.allocated_shape))

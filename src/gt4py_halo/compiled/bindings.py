@@ -48,14 +48,17 @@ def bindings(function: Callable[..., Any]) -> tuple[tuple, list[str]]:
     entries: dict[tuple, tuple] = {}
     this = getattr(function, "__self__", None) if inspect.ismethod(function) else None
     function = getattr(function, "__func__", function)
-    seen: set[int] = set()
+    seen: set[tuple[int, int]] = set()
     todo = [(function, this)]
     while todo:
         f, obj = todo.pop()
-        if id(f) in seen:
+        if (id(f), id(obj)) in seen:
             continue
-        seen.add(id(f))
+        seen.add((id(f), id(obj)))
         for root, names, shown in _reads(f, obj):
+            if root is None:  # a method of the object called: read as well
+                todo.append(names)
+                continue
             value = _resolve(root, names)
             if value is _GONE or isinstance(value, _NOT_FOLLOWED):
                 continue
@@ -72,9 +75,10 @@ def bindings(function: Callable[..., Any]) -> tuple[tuple, list[str]]:
 _GONE = object()
 
 
-def _reads(f: types.FunctionType, obj: Any) -> Iterator[tuple[Any, tuple[str, ...], str]]:
+def _reads(f: types.FunctionType, obj: Any) -> Iterator[tuple[Any, Any, str]]:
     """Each name ``f``'s code (its nested code too) loads, with the attributes loaded right
-    after it that its object holds itself: ``(root, names, as written)``."""
+    after it that its object holds itself: ``(root, names, as written)``; and each method
+    of the user's it calls on an object it reaches so: ``(None, (function, object), "")``."""
     cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
     first = f.__code__.co_varnames[0] if obj is not None and f.__code__.co_argcount else None
     for code in _codes(f.__code__):
@@ -103,7 +107,12 @@ def _bound(chain: list, namespace: dict, cells: dict, obj: Any, first: str | Non
         return
     value = _resolve(root, names)
     for attribute in attributes:  # as far as the objects hold the attributes themselves
-        if isinstance(value, types.ModuleType) or attribute not in getattr(value, "__dict__", ()):
+        if isinstance(value, types.ModuleType):
+            break
+        if attribute not in getattr(value, "__dict__", ()):
+            method = getattr(type(value), attribute, None)  # a method of its class: read too
+            if isinstance(method, types.FunctionType) and _users(method):
+                yield None, (method, value), ""
             break
         value = getattr(value, attribute)
         if isinstance(value, (types.MethodType, types.BuiltinMethodType)):  # the object's

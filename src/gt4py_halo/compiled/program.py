@@ -39,6 +39,7 @@ import dace
 import numpy as np
 from dace.frontend.python import parser as dace_parser
 from dace.frontend.python.common import DaceSyntaxError
+from dace.sdfg.state import ReturnBlock
 from dace.transformation.interstate import GPUTransformSDFG
 from mpi4py import MPI
 
@@ -711,6 +712,7 @@ class Program:
                 f"{type(error).__name__}: {self._located(str(error))}"
             ) from error
         check_all_finished(sdfg)  # before simplify drops a start whose token nobody reads
+        _check_no_helper_returns(sdfg, self.__name__)
         sdfg.simplify(validate=False)  # validated once, before code generation
         _check_no_views(sdfg, self.__name__)
         return sdfg
@@ -1071,6 +1073,26 @@ def _check_no_views(sdfg: dace.SDFG, step: str) -> None:
                     "its arguments themselves (`ex.exchange(u)`; a slice: pass it as an "
                     "argument of its own)"
                 )
+
+
+def _check_no_helper_returns(sdfg: dace.SDFG, step: str) -> None:
+    """A ``ProgramError`` if a Python helper function the step calls has a ``return``
+    statement without a value: inlined into the step (DaCe 2.0.0a10), it returned from the
+    whole step, even at the helper's end (what followed the call dropped without a word)."""
+    for nested in sdfg.all_sdfgs_recursive():
+        if nested is sdfg or not any(
+            isinstance(block, ReturnBlock) for block in nested.all_control_flow_blocks()
+        ):
+            continue
+        helper = nested.name
+        if nested.parent_nsdfg_node is not None:
+            helper = re.sub(r"^call_|_\d+$", "", nested.parent.label)
+        raise ProgramError(
+            f"{step}: the helper function {helper!r} has a `return` statement: inlined "
+            "into the step, it would end the whole step there (DaCe 2.0.0a10 drops the "
+            "code after the call, without an error). Write the helper without a bare "
+            "`return` (an if/else), or call a GT4Py program"
+        )
 
 
 def _exchanged_arguments(sdfg: dace.SDFG, names: list[str]) -> list[Exchanged]:
