@@ -29,10 +29,9 @@ def backend_and_source(explicit: str | None = None) -> tuple[str, str]:
     return found if found is not None else (DEFAULT_BACKEND, "the default")
 
 
-def profile_and_source(explicit: str | os.PathLike | None = None) -> tuple[str | None, str]:
-    """The folder a profile goes to (``None``: no profile), and where that came from."""
-    if explicit is not None:
-        return os.fspath(explicit), "the argument"
+def profile_and_source() -> tuple[str | None, str]:
+    """The folder the whole run's profile goes to (``None``: no profile), and where that
+    came from."""
     found = _configured("profile", PROFILE_VARIABLE)
     return found if found is not None else (None, "the default (off)")
 

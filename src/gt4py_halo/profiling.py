@@ -121,16 +121,17 @@ class Recorder:
 
 class profile:  # lower case: used as `with gh.profile(...)`, like a function
     """``with gh.profile("profiles/run1"):`` — profile what runs inside, on every rank of
-    ``comm`` (default ``MPI.COMM_WORLD``); entered and left by all of them. ``folder=None``
-    takes the configured folder (``GT4PY_HALO_PROFILE``, ``[tool.gt4py_halo] profile``)."""
+    ``comm`` (default ``MPI.COMM_WORLD``); entered and left by all of them. A folder
+    configured (``GT4PY_HALO_PROFILE``, ``[tool.gt4py_halo] profile``) profiles the whole run
+    instead, and no ``gh.profile`` inside it."""
 
     def __init__(self, folder: str | os.PathLike | None = None, comm: MPI.Comm | None = None):
-        path, _ = profile_and_source(folder)
-        if path is None:
+        if folder is None:
             raise ProfileError(
-                "gh.profile() needs a folder: gh.profile('profiles/run1'), or "
-                "GT4PY_HALO_PROFILE, or [tool.gt4py_halo] profile in pyproject.toml"
+                "gh.profile() needs a folder: gh.profile('profiles/run1') (a folder configured "
+                "by GT4PY_HALO_PROFILE or [tool.gt4py_halo] profile profiles the whole run)"
             )
+        path = os.fspath(folder)
         self.folder = Path(path).absolute()  # where the run started, whatever it does
         self._named = os.fspath(path)  # as given: what the ranks compare (mounts may differ)
         self.comm = MPI.COMM_WORLD if comm is None else comm
