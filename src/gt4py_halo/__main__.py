@@ -25,7 +25,7 @@ def main() -> None:
         name, source = backend_and_source()
     except ConfigError as error:
         print(f"configuration: {error}")
-        return
+        raise SystemExit(1) from None
     if name.lower() == "auto":
         here = next((c for c in AUTO_ORDER if installed(c)), None)
         note = f" (first installed of {', '.join(AUTO_ORDER)}: {here or 'none'} here)"

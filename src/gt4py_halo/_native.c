@@ -357,18 +357,22 @@ static int held_object(PyObject *held, PyObject **obj) {
     return 0;
 }
 
-/* What binding `root`, `names` resolves to now (a new reference): `root` a dict in which
-   names[0] is looked up, a cell (its contents), or an object; then the rest of `names` as
-   its attributes. NULL without an error where it resolves to nothing. */
+/* What binding `root`, `names` resolves to now (a new reference): `root` a dict (exactly)
+   in which names[0] is looked up, a cell (its contents), or an object (or a weak reference
+   to it); then the rest of `names` as its attributes. NULL where it resolves to nothing
+   (gone, or an attribute lookup raised: what it raised is dropped, the name counts as
+   changed); NULL with an error set on an error of the dict's. */
 static PyObject *resolve(PyObject *root, PyObject *names) {
     Py_ssize_t i = 0, n = PyTuple_GET_SIZE(names);
     PyObject *value;
-    if (PyDict_Check(root)) {
+    if (PyDict_CheckExact(root)) {
         if (n == 0) return NULL;
         value = PyDict_GetItemWithError(root, PyTuple_GET_ITEM(names, 0));
         i = 1;
     } else if (PyCell_Check(root)) {
         value = PyCell_GET(root);
+    } else if (PyWeakref_CheckRef(root)) {
+        if (held_object(root, &value) < 0) return NULL;
     } else {
         value = root;
     }
@@ -378,7 +382,7 @@ static PyObject *resolve(PyObject *root, PyObject *names) {
         PyObject *next = PyObject_GetAttr(value, PyTuple_GET_ITEM(names, i));
         Py_DECREF(value);
         if (next == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+            PyErr_Clear();
             return NULL;
         }
         value = next;
@@ -386,9 +390,20 @@ static PyObject *resolve(PyObject *root, PyObject *names) {
     return value;
 }
 
+/* Whether `obj != obj` is true (a NaN): 1, 0, or -1 with an error set. (RichCompareBool
+   would say an object equals itself.) */
+static int unequal_to_itself(PyObject *obj) {
+    PyObject *unequal = PyObject_RichCompare(obj, obj, Py_NE);
+    if (unequal == NULL) return -1;
+    int truth = PyObject_IsTrue(unequal);
+    Py_DECREF(unequal);
+    return truth;
+}
+
 /* Whether constants `was` and `now` (held by value: numbers, strings, tuples) compile alike:
-   floats (Python's or NumPy's) of the same bits (a NaN is a NaN, -0.0 is not 0.0), or
-   objects of one type that are equal (those that do not compare, arrays in a tuple: not). */
+   floats (Python's or NumPy's float64) of the same bits (a NaN is a NaN, -0.0 is not 0.0),
+   or objects of one type that are equal, or both unequal to themselves (NaNs of NumPy's
+   other floats); those that do not compare (arrays in a tuple) are not. */
 static int same_constant(PyObject *was, PyObject *now) {
     if (PyFloat_Check(was) && PyFloat_Check(now)) {
         double x = PyFloat_AS_DOUBLE(was), y = PyFloat_AS_DOUBLE(now);
@@ -396,29 +411,34 @@ static int same_constant(PyObject *was, PyObject *now) {
     }
     if (Py_TYPE(was) != Py_TYPE(now)) return 0;
     int equal = PyObject_RichCompareBool(was, now, Py_EQ);
-    if (equal < 0) PyErr_Clear();
+    if (equal == 0) equal = unequal_to_itself(was) == 1 && unequal_to_itself(now) == 1;
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
     return equal == 1;
 }
 
-/* The index of the first of `bindings` ((root, names, held) tuples, gt4py_halo/compiled/
-   bindings.py) that resolves to another object than it held (a weak reference, or the
-   object, then a constant compared by value: same_constant); -1 if none; -2 on error. */
+/* The index of the first of `bindings` ((root, names, held, weak) tuples, gt4py_halo/
+   compiled/bindings.py) that resolves to another object than it held (by a weak reference
+   if weak, else the object itself, then a constant compared by value: same_constant); -1 if
+   none; -2 on error. */
 static Py_ssize_t rebound_index(PyObject *bindings) {
     Py_ssize_t n = PyTuple_GET_SIZE(bindings);
     for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject *entry = PyTuple_GET_ITEM(bindings, i), *was;
-        PyObject *held = PyTuple_GET_ITEM(entry, 2);
+        PyObject *entry = PyTuple_GET_ITEM(bindings, i), *was = PyTuple_GET_ITEM(entry, 2);
+        int weak = PyTuple_GET_ITEM(entry, 3) == Py_True;
         PyObject *now = resolve(PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 1));
         if (now == NULL) {
             if (PyErr_Occurred()) return -2;
             return i;
         }
-        if (held_object(held, &was) < 0) {
+        if (weak && held_object(was, &was) < 0) {
             Py_DECREF(now);
             return -2;
         }
         int equal = was == now;
-        if (!equal && was != NULL && !PyWeakref_CheckRef(held)) equal = same_constant(was, now);
+        if (!equal && was != NULL && !weak) equal = same_constant(was, now);
         Py_DECREF(now);
         if (!equal) return i;
     }

@@ -1,9 +1,9 @@
 """Settings a run takes from its configuration: the transport, and whether to profile.
 
-Resolution order, first match wins: the argument, the environment variable
-(``GT4PY_HALO_BACKEND``, ``GT4PY_HALO_PROFILE``), ``[tool.gt4py_halo]`` in ``pyproject.toml``
-of the working directory (``backend = ...``, ``profile = ...``), then the default (``"mpi"``;
-no profile). Every rank must resolve the same values; launchers pass the environment and
+Resolution order, first match wins: the argument (``make_exchange``'s backend), the
+environment variable (``GT4PY_HALO_BACKEND``, ``GT4PY_HALO_PROFILE``), ``[tool.gt4py_halo]``
+in ``pyproject.toml`` of the working directory (``backend = ...``, ``profile = ...``), then
+the default (``"mpi"``; no profile: a profile folder configured profiles the whole run). Every rank must resolve the same values; launchers pass the environment and
 working directory to all ranks alike.
 """
 

@@ -24,17 +24,20 @@ def test_python_m_reports_the_installation(tmp_path) -> None:
     """Transports, GPU, the backend in effect and where the setting comes from (run where no
     pyproject.toml configures one): ``auto`` with the transport it resolves to here, a
     transport that is not installed said so; ``--help`` says what it does; a
-    ``pyproject.toml`` that cannot be read is reported (the import does not fail on it)."""
+    ``pyproject.toml`` that cannot be read is reported (the import does not fail on it),
+    and the exit status says so."""
 
-    def report(backend: str, *args: str) -> str:
-        return subprocess.run(
+    def report(backend: str, *args: str, rc: int = 0) -> str:
+        done = subprocess.run(
             [sys.executable, "-m", "gt4py_halo", *args],
             cwd=tmp_path,
             capture_output=True,
             text=True,
-            check=True,
+            check=False,
             env={"PATH": "", "GT4PY_HALO_BACKEND": backend},
-        ).stdout
+        )
+        assert done.returncode == rc, done.stderr
+        return done.stdout
 
     auto = report("auto")
     assert auto.startswith(f"gt4py_halo {gh.__version__} ")
@@ -50,7 +53,7 @@ def test_python_m_reports_the_installation(tmp_path) -> None:
         assert "backend: 'nccl' (not installed here: make_exchange raises)" in nccl
     assert "the version, the transports" in report("mpi", "--help")
     (tmp_path / "pyproject.toml").write_text("[tool.gt4py_halo\n")  # not TOML
-    broken = report("")
+    broken = report("", rc=1)
     assert broken.startswith(f"gt4py_halo {gh.__version__} ")
     assert "configuration: " in broken and "cannot be read as TOML" in broken
 

@@ -89,7 +89,7 @@ def test_a_helper_returning_without_a_value_is_an_error() -> None:
     after the call was dropped without a word (inside a loop that continues, its
     simplification failed instead)."""
     a, b = np.zeros(d.allocated_shape), np.zeros(d.allocated_shape)
-    with pytest.raises(gh.ProgramError, match="helper function '.*maybe_double' has a `ret"):
+    with pytest.raises(gh.ProgramError, match="function '.*maybe_double' returns early or"):
         returning_early_in_a_loop(a, b, 3)
 
 

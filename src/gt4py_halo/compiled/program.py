@@ -403,7 +403,9 @@ class Program:
             counter = conversion.entry_point("gt4py_halo_mpi_waits", ctypes.c_ulong)
             if counter is not None:  # its MPI waits watched while it lives
                 kinds = sorted({plan.name for _, plan, _ in binary.exchanged}) or ["mpi"]
-                conversion.waits = StepWaits(counter, self.__name__, self._comm.rank, kinds)
+                conversion.waits = StepWaits(
+                    counter, compiled, self.__name__, self._comm.rank, kinds
+                )
             self._builds[pattern, chosen] = (conversion, binary)
         return self._builds[pattern, chosen]
 
@@ -847,7 +849,8 @@ def _check_parameters(function: Callable[..., None]) -> None:
             f"{function.__qualname__}: {', '.join(constant)} is annotated dace.compiletime: a "
             "step takes no compile-time parameters; pass the value as an argument, or read it "
             "from a global or closure variable (its value at the step's first build is compiled "
-            "in: a later change is not seen by that step; a later run builds for its value)"
+            "in: a later change is a ProgramError at the next call; a later run builds for its "
+            "value)"
         )
 
 
@@ -1076,9 +1079,10 @@ def _check_no_views(sdfg: dace.SDFG, step: str) -> None:
 
 
 def _check_no_helper_returns(sdfg: dace.SDFG, step: str) -> None:
-    """A ``ProgramError`` if a Python helper function the step calls has a ``return``
-    statement without a value: inlined into the step (DaCe 2.0.0a10), it returned from the
-    whole step, even at the helper's end (what followed the call dropped without a word)."""
+    """A ``ProgramError`` if a Python helper function the step calls returns other than by
+    one ``return value`` at its end (a bare ``return``, or any ``return`` in a branch or
+    loop): inlined into the step (DaCe 2.0.0a10), it returned from the whole step, even at
+    the helper's end (what followed the call dropped without a word)."""
     for nested in sdfg.all_sdfgs_recursive():
         if nested is sdfg or not any(
             isinstance(block, ReturnBlock) for block in nested.all_control_flow_blocks()
@@ -1088,10 +1092,10 @@ def _check_no_helper_returns(sdfg: dace.SDFG, step: str) -> None:
         if nested.parent_nsdfg_node is not None:
             helper = re.sub(r"^call_|_\d+$", "", nested.parent.label)
         raise ProgramError(
-            f"{step}: the helper function {helper!r} has a `return` statement: inlined "
-            "into the step, it would end the whole step there (DaCe 2.0.0a10 drops the "
-            "code after the call, without an error). Write the helper without a bare "
-            "`return` (an if/else), or call a GT4Py program"
+            f"{step}: the helper function {helper!r} returns early or without a value (a "
+            "bare `return`, or a `return` in a branch or loop): inlined into the step, it "
+            "would end the whole step there (DaCe 2.0.0a10 drops the code after the call, "
+            "without an error). Write it with one `return value` at its end, or none"
         )
 
 
@@ -1121,7 +1125,7 @@ def _written_arguments(sdfg: dace.SDFG, names: list[str]) -> tuple[int, ...]:
         node.data
         for state in sdfg.all_states()
         for node in state.data_nodes()
-        if state.in_degree(node) > 0
+        if any(not edge.data.is_empty() for edge in state.in_edges(node))
     }
     return tuple(i for i, name in enumerate(names) if name in written)
 

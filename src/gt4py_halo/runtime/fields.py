@@ -70,6 +70,8 @@ def _overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...], itemsize:
     axes by stride, each must step past the whole extent of those below it (what every
     array NumPy allocates, and its views, do; a layout that interleaves its axes without
     sharing an element would also be refused, and none is known to be made)."""
+    if 0 in shape:  # no element (NumPy gives such arrays strides of 0)
+        return False
     reach = itemsize  # the bytes the axes below span
     for stride, n in sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1):
         if stride < reach:

@@ -454,10 +454,14 @@ class StepWaits:
     """The waits of a loaded compiled step's MPI exchanges (``include/gt4py_halo_mpi.hpp``:
     one counter per library), watched by ``LONG_WAITS`` while it lives."""
 
-    def __init__(self, counter: Callable[[], int], step: str, rank: int, kinds: list[str]):
-        """``counter``: the library's ``gt4py_halo_mpi_waits``; ``kinds``: its exchanges'
-        plans (their names)."""
-        self._counter, self._step, self._rank, self._kinds = counter, step, rank, kinds
+    def __init__(
+        self, counter: Callable[[], int], library: Any, step: str, rank: int, kinds: list[str]
+    ):
+        """``counter``: the ``gt4py_halo_mpi_waits`` of ``library`` (the loaded step, held:
+        the thread may call it while the step is dropped); ``kinds``: its exchanges' plans
+        (their names)."""
+        self._counter, self._library, self._step = counter, library, step
+        self._rank, self._kinds = rank, kinds
         LONG_WAITS.watch(self)
 
     def waits(self) -> int:

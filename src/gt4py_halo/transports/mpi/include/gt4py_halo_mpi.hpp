@@ -17,14 +17,17 @@ struct Unexpected {
     long source = -1, got = 0, expected = 0;  // the first: its sender, bytes, expected bytes
 };
 
-inline Unexpected& unexpected() {
+// Of this library alone (internal linkage: an inline function's static would be one object
+// shared by every library loaded, GNU's unique symbols, and would keep them loaded).
+static Unexpected& unexpected() {
     static Unexpected note;
     return note;
 }
 
 // Twice the waits begun, plus one while one lasts (odd: waiting): read from another thread
-// (transports/mpi/runtime.py, StepWaits), which says on stderr when a wait lasts.
-inline unsigned long& waits() {
+// (transports/mpi/runtime.py, StepWaits), which says on stderr when a wait lasts. This
+// library's own, as unexpected().
+static unsigned long& waits() {
     static unsigned long count = 0;
     return count;
 }
@@ -35,12 +38,11 @@ inline unsigned long& waits() {
 // are waited for one by one, so that every request is inactive again, as the next start
 // needs. Noted: got -1 for more than expected (truncated); source -1 where the wait failed as
 // a whole (its error code in got).
-inline void wait_checked(int count, MPI_Request* requests, MPI_Status* statuses,
+static void wait_checked(int count, MPI_Request* requests, MPI_Status* statuses,
                          const long* expected) {
-    unsigned long& begun = waits();
-    __atomic_store_n(&begun, begun + 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&waits(), 1, __ATOMIC_RELAXED);
     int rc = MPI_Waitall(count, requests, statuses);
-    __atomic_store_n(&begun, begun + 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&waits(), 1, __ATOMIC_RELAXED);
     Unexpected& note = unexpected();
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
         if (note.count++ == 0) note.source = -1, note.got = rc, note.expected = 0;
