@@ -408,6 +408,30 @@ def test_a_field_given_twice_and_written_through_another_name(diffusion, comm) -
         two_names(u, u[:, :], w, *bounds)
 
 
+def test_a_loop_over_fields_exchanges_each(diffusion, comm) -> None:
+    """``for f in (u, v): diffuse(f, w, ...)``: the loop's target is another field at each
+    turn, read and never written: exchanged at each (nothing was placed: stale halos); the
+    bits of hand-placed exchanges."""
+    d, ex, bounds, diffuse = torus(diffusion)
+
+    @gh.program(comm=comm, exchange=ex)
+    def each(u, v, w, i0, i1, j0, j1):
+        for f in (u, v):
+            diffuse(f, w, i0, i1, j0, j1)
+
+    u, v, w = fields(diffusion, d)
+    v = gtx.as_field([diffusion.I, diffusion.J], u.asnumpy() * 0.5)
+    hu, hv, hw = (gtx.as_field([diffusion.I, diffusion.J], f.asnumpy()) for f in (u, v, w))
+    for _ in range(2):
+        each(u, v, w, *bounds)
+        for f in (hu, hv):
+            ex.exchange(f)
+            diffusion.diffusion_step(f, hw, *bounds)
+        for ours, theirs in zip((u, v, w), (hu, hv, hw)):
+            np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
+    assert [p.fields for p in each.exchange_report()] == [("f",)]
+
+
 @pytest.mark.timeout(300)  # a hang fails
 def test_bad_arguments_on_one_rank_of_a_step_with_placed_exchanges(diffusion, comm) -> None:
     """Before a step with placed exchanges runs, the fields it takes valid at entry are

@@ -334,6 +334,8 @@ class _Placer:
             del self._returns[returns:]
 
     def _loop(self, loop: ast.For | ast.While, valid: frozenset[str]) -> tuple[list, frozenset]:
+        if isinstance(loop, ast.For):  # its target names another array at each turn
+            valid = valid - _names_in(loop.target)
         loop.body, head, _, breaks = self.repeated(loop.body, valid)
         loop.orelse, after_else = self.block(loop.orelse, head)
         return [loop], after_else.intersection(*breaks)
