@@ -957,8 +957,8 @@ def test_a_compiled_step_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd
     np.testing.assert_array_equal(g.asnumpy(), expected_local(d, (), np.int32))
     time.sleep(1.1)  # (the thread looks once per period)
     err = capfd.readouterr().err
-    if comm.rank == 0:
-        assert "has waited" not in err
+    if comm.rank == 0:  # (it may have waited for a slower rank's first build)
+        assert "for the messages of an exchange" not in err
     else:
         assert re.search(
             r"rank \d+ has waited \d+ s for the messages of an exchange of compiled step "
