@@ -900,12 +900,12 @@ def test_wait_for_a_rank_is_reported(comm, monkeypatch, capfd, backend):
     is one call into C: a thread of its own reports it (up to a second late here)."""
     if comm.size == 1:
         pytest.skip("needs at least two ranks")
-    monkeypatch.setattr("gt4py_halo.build_once.REPORT_AFTER_S", 0.3)
     others = [r for r in range(comm.size) if r != comm.rank]
     d = gh.UnstructuredDecomposition({"cell": ([comm.rank], others)})
     ex = gh.make_exchange(d, backend=backend)
     owners = np.array([comm.rank, *others], dtype=np.float64)
     ex.exchange(np.array(owners), dim="cell")  # the kind known: no check below
+    monkeypatch.setattr("gt4py_halo.build_once.REPORT_AFTER_S", 0.3)
     if comm.rank == 0:
         time.sleep(1.6 if backend == "ghex" else 2.5)
     field = np.full(comm.size, -1.0)
