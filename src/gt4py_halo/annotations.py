@@ -7,9 +7,13 @@ from the program itself: the ``out=`` arguments of its field operator calls. The
 reads are inferred too: for cartesian programs by GT4Py's domain inference (each argument's
 accessed domain against the domain written, in cells), for unstructured ones by GT4Py's shift
 tracing (the neighbour tables between an argument and the output: 1 is the neighbours of the
-entries written). A declared width smaller than that is a ``gh.ProgramError`` at decoration,
-never a silent stale halo; where GT4Py cannot tell (offsets that are no literals, stencils
-it cannot trace), the declared width is taken as it is. An unstructured argument's dim is
+entries written); in a program of several calls, counted from the domain of its last call,
+side by side, through the temporaries computed for later calls (``read_widths``). A declared
+width smaller than that is a ``gh.ProgramError`` at decoration, never a silent stale halo,
+and so is a call reading beyond what an earlier call of the program wrote, or where GT4Py
+cannot tell how far that wrote (no exchange before the program can make those cells valid);
+where GT4Py cannot tell what a call reads (offsets that are no literals, stencils it cannot
+trace), the declared width is taken as it is. An unstructured argument's dim is
 the dim of the decomposition that its type in the program's signature has (by name, in any
 case: GT4Py's ``Cell`` is the dim ``cell``).
 
@@ -31,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -81,7 +85,7 @@ class Annotated:
         self.widths = dict(widths)
         #: The arguments the program writes (its ``out=``).
         self.writes = frozenset(_written(past))
-        for name, read in read_widths(gt4py_program).items():
+        for name, read in read_widths(self.name, _statements(gt4py_program)).items():
             if self.widths.get(name, 0) < read:
                 raise ProgramError(
                     f"gh.halo on {self.name}: it reads {name} {read} cell(s) (or neighbour "
@@ -281,49 +285,167 @@ def _written(past: Any) -> set[str]:
     return written
 
 
-def read_widths(program: Any) -> dict[str, int]:
-    """Per argument, how far beyond the domain it writes the program reads it: cartesian
-    programs by GT4Py's domain inference (cells, where the domains are the program's own
-    arguments and the offsets literal), unstructured ones by the neighbour tables GT4Py's
-    shift tracing finds on the way from the argument to the output (one per table: a width
-    of 1 is the neighbours of the written entries). Arguments neither tells are left out."""
+#: How far beyond a domain, per side of an axis (cartesian: the dim's name with ``-`` or
+#: ``+``, in cells, less than 0 where short of it) or in neighbour tables (unstructured: the
+#: key ``""``); a side not named is 0.
+Reach = dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Statement:
+    """One call of a program, as GT4Py lowers it: the arguments it writes, those of them it
+    writes on their whole field, the domain it writes (a ``SymbolicDomain``; None where
+    GT4Py cannot tell), and per argument it reads how far beyond that domain (arguments
+    GT4Py cannot tell left out)."""
+
+    writes: frozenset[str]
+    whole: frozenset[str]
+    written: Any
+    beyond: dict[str, Reach]
+
+
+def read_widths(program: str, statements: list[_Statement]) -> dict[str, int]:
+    """Per argument, how far beyond the domain of the program's last call (its reference:
+    the domain the program means to compute) the program reads it before writing it, on the
+    widest side. A ``ProgramError`` where a call reads an argument beyond the reference that
+    an earlier call writes, unless that call surely writes what is read: no exchange before
+    the program makes those cells valid.
+
+    Walked from the last call back: a call reads its arguments as far beyond its own domain
+    as GT4Py infers (cartesian programs: domain inference, in cells per side, where the
+    domains are the program's own arguments and the offsets literal; unstructured ones: the
+    neighbour tables GT4Py's shift tracing finds between an argument and the output, 1 being
+    the neighbours of the entries written). A call that computes an argument later calls read
+    (a temporary, often on an extended domain) reads its own inputs as far beyond the
+    reference as they lie beyond its domain plus its domain beyond the reference, side by
+    side. What it writes is known where GT4Py tells the domains apart by literal offsets, or
+    where it writes the argument's whole field (then as far as it is read)."""
+    reference = next((s.written for s in reversed(statements) if s.written is not None), None)
+    demand: dict[str, Reach] = {}
+    for statement in reversed(statements):
+        later = {name: demand.pop(name) for name in statement.writes if name in demand}
+        # a call whose outputs no later call reads computes a result: its domain is one
+        extent = _reach(reference, statement.written) if later else {}
+        for name, reach in later.items():
+            if name in statement.whole:
+                continue
+            short = max(reach.values(), default=0) if extent is None else _short(reach, extent)
+            if short > 0:
+                how = (
+                    "beyond what the first wrote"
+                    if extent is not None
+                    else (
+                        "beyond the domain of the program's last call, and GT4Py cannot tell "
+                        "how far the first wrote it (domains that are no literal offsets of each "
+                        "other)"
+                    )
+                )
+                raise ProgramError(
+                    f"gh.halo on {program}: a call writes {name} and a later call reads it "
+                    f"{short} cell(s) (or neighbour tables) {how}: no exchange before the "
+                    "program can make those cells valid. Split the program there, so that an "
+                    f"exchange can go between the two calls, or write {name} on a domain as "
+                    "wide as it is read, or on its whole field"
+                )
+        if extent is None:
+            extent = _widest(later.values())
+        for name, beyond in statement.beyond.items():
+            needed = {a: beyond.get(a, 0) + extent.get(a, 0) for a in beyond.keys() | extent}
+            demand[name] = _widest([demand[name], needed]) if name in demand else needed
+    return {name: max([0, *reach.values()]) for name, reach in demand.items()}
+
+
+def _short(read: Reach, written: Reach) -> int:
+    """How far ``read`` reaches beyond ``written`` on its furthest side (0: not)."""
+    return max((r - written.get(side, 0) for side, r in read.items()), default=0)
+
+
+def _widest(reaches: Iterable[Reach]) -> Reach:
+    """Per side, the furthest of ``reaches`` (a side one does not name is 0 in it)."""
+    reaches = list(reaches)
+    sides = {side for reach in reaches for side in reach}
+    return {side: max(reach.get(side, 0) for reach in reaches) for side in sides}
+
+
+def _statements(program: Any) -> list[_Statement]:
+    """The program's calls in order (``_Statement``); none where GT4Py cannot lower it
+    without arguments."""
     from gt4py.next import common
+    from gt4py.next.iterator.ir_utils import common_pattern_matcher as cpm
     from gt4py.next.iterator.ir_utils import domain_utils
     from gt4py.next.iterator.transforms import infer_domain, inline_fundefs, inline_lambdas
 
     try:
         gtir = program.gtir
     except Exception:  # noqa: BLE001 - GT4Py cannot lower it without arguments: nothing told
-        return {}
+        return []
     gtir = inline_fundefs.prune_unreferenced_fundefs(inline_fundefs.InlineFundefs().visit(gtir))
     gtir = inline_lambdas.InlineLambdas.apply(gtir, opcount_preserving=True)
-    widths: dict[str, int] = {}
+
+    def flat(expr: Any) -> list[Any]:  # the elements of a tuple of outputs, or of domains
+        if cpm.is_call_to(expr, "make_tuple"):
+            return [e for part in expr.args for e in flat(part)]
+        return [expr]
+
+    def nested(expr: Any) -> Any:  # the domains of a tuple of outputs, as GT4Py infers them
+        if cpm.is_call_to(expr, "make_tuple"):
+            return tuple(nested(part) for part in expr.args)
+        return domain_utils.SymbolicDomain.from_expr(expr)
+
+    statements: list[_Statement] = []
     for statement in gtir.body:
         domain = getattr(statement, "domain", None)
         if domain is None:
             continue
+        targets = [str(t.id) if hasattr(t, "id") else None for t in flat(statement.target)]
+        writes = frozenset(t for t in targets if t is not None)
         try:
-            written = domain_utils.SymbolicDomain.from_expr(domain)
-        except Exception:  # noqa: BLE001, S112 - a tuple of outputs: the declared widths stand
+            each = [domain_utils.SymbolicDomain.from_expr(d) for d in flat(domain)]
+        except Exception:  # noqa: BLE001 - a domain GT4Py cannot read: nothing told
+            statements.append(_Statement(writes, frozenset(), None, {}))
             continue
-        if written.grid_type != common.GridType.CARTESIAN:
+        whole = frozenset(t for t, d in zip(targets, each) if t is not None and _whole(t, d))
+        # outputs of one call on different domains: reads count from the nearest of them
+        same = each[0] if all(d == each[0] for d in each) else None
+        if each[0].grid_type != common.GridType.CARTESIAN:
             try:
                 hops = _neighbour_hops(statement.expr, 0)
-            except Exception:  # noqa: BLE001, S112 - one GT4Py cannot trace: the declared width stands
-                continue
-            for name, tables in hops.items():
-                widths[name] = max(widths.get(name, 0), tables)
+            except Exception:  # noqa: BLE001 - one GT4Py cannot trace: the declared width stands
+                hops = {}
+            beyond = {n: {"": h} for n, h in hops.items()}
+            statements.append(_Statement(writes, whole, same, beyond))
             continue
-        provider = {d.value: d for d in written.ranges}  # cartesian offsets: the dims
+        provider = {d.value: d for d in each[0].ranges}  # cartesian offsets: the dims
         try:
-            _, accessed = infer_domain.infer_expr(statement.expr, written, offset_provider=provider)
-        except Exception:  # noqa: BLE001, S112 - one GT4Py cannot infer: the declared width stands
-            continue
+            _, accessed = infer_domain.infer_expr(
+                statement.expr, nested(domain), offset_provider=provider
+            )
+        except Exception:  # noqa: BLE001 - one GT4Py cannot infer: the declared width stands
+            accessed = {}
+        beyond = {}
         for name, read in accessed.items():
-            width = _beyond(written, read)
-            if width is not None:
-                widths[str(name)] = max(widths.get(str(name), 0), width)
-    return widths
+            reaches = [_reach(d, read) for d in each]
+            if None not in reaches:
+                beyond[str(name)] = _widest(reaches)
+        statements.append(_Statement(writes, whole, same, beyond))
+    return statements
+
+
+def _whole(name: str, domain: Any) -> bool:
+    """Whether ``domain`` is the whole field of argument ``name`` (``out=name`` as it is)."""
+    for dim, bounds in domain.ranges.items():
+        for end, bound in enumerate((bounds.start, bounds.stop)):
+            args = getattr(bound, "args", ())
+            if not (
+                getattr(getattr(bound, "fun", None), "id", None) == "tuple_get"
+                and len(args) == 2
+                and getattr(args[0], "value", None) == str(end)
+                and getattr(getattr(args[1], "fun", None), "id", None) == "get_domain_range"
+                and str(getattr(args[1].args[0], "id", "")) == name
+                and getattr(args[1].args[1], "value", None) == dim.value
+            ):
+                return False
+    return True
 
 
 def _neighbour_hops(expr: Any, hops: int) -> dict[str, int]:
@@ -354,42 +476,62 @@ def _neighbour_hops(expr: Any, hops: int) -> dict[str, int]:
     return found
 
 
-def _beyond(written: Any, read: Any) -> int | None:
-    """How many cells ``read`` (a symbolic domain, or a tuple of them: a tuple argument)
-    reaches beyond ``written`` on any axis; None where the domains are not ``start - k`` /
-    ``stop + k`` of each other."""
-    if isinstance(read, tuple):
-        if any(getattr(part, "value", None) == "unknown" for part in read):
+def _reach(base: Any, domain: Any) -> Reach | None:
+    """How far ``domain`` (a symbolic domain, or a tuple of them: a tuple argument) reaches
+    beyond ``base`` on each side of each axis; None where GT4Py cannot tell: domains not
+    ``start - k`` / ``stop + k`` of each other, unstructured ones that differ (their index
+    ranges are no neighbour tables)."""
+    if base is None or domain is None:
+        return None
+    if isinstance(domain, tuple):
+        if any(getattr(part, "value", None) == "unknown" for part in domain):
             return None  # (an element GT4Py cannot tell; one never read counts nothing)
-        reaches = [_beyond(written, part) for part in read if hasattr(part, "ranges")]
-        return None if None in reaches else max(reaches, default=0)
-    ranges = getattr(read, "ranges", None)
+        reaches = [_reach(base, part) for part in domain if hasattr(part, "ranges")]
+        return None if None in reaches else _widest(reaches)
+    ranges = getattr(domain, "ranges", None)
     if not isinstance(ranges, dict):
         return None
-    reach = 0
+    if domain == base:
+        return {}
+    from gt4py.next import common
+
+    if base.grid_type != common.GridType.CARTESIAN:
+        return None
+    reach: Reach = {}
     for dim, bounds in ranges.items():
-        if dim not in written.ranges:
+        if dim not in base.ranges:
             return None
-        own = written.ranges[dim]
+        own = base.ranges[dim]
         low = _offset(own.start, bounds.start)
         high = _offset(own.stop, bounds.stop)
         if low is None or high is None:
             return None
-        reach = max(reach, -low, high)
+        reach[f"{dim.value}-"], reach[f"{dim.value}+"] = -low, high
     return reach
 
 
 def _offset(base: Any, expr: Any) -> int | None:
-    """``expr - base`` where ``expr`` is ``base``, ``base + k`` or ``base - k`` (k literal)."""
-    if expr == base:
-        return 0
+    """``expr - base`` where both are one term plus or minus literal integers (``x``,
+    ``x + 1``, ``(x + 1) + -1``); None where their terms differ."""
+    term, k = _linear(expr)
+    base_term, base_k = _linear(base)
+    return k - base_k if term == base_term else None
+
+
+def _linear(expr: Any) -> tuple[Any, int]:
+    """``expr`` as a term and a literal integer added to it (the term None: a literal)."""
+    value = getattr(expr, "value", None)
+    if value is not None and not hasattr(expr, "kind"):  # (an axis literal has a kind)
+        try:
+            return None, int(value)
+        except (TypeError, ValueError):
+            return expr, 0
     fun = getattr(getattr(expr, "fun", None), "id", None)
     args = getattr(expr, "args", ())
-    if fun in ("plus", "minus") and len(args) == 2 and args[0] == base:
-        value = getattr(args[1], "value", None)
-        try:
-            k = int(value)
-        except (TypeError, ValueError):
-            return None
-        return k if fun == "plus" else -k
-    return None
+    if fun in ("plus", "minus") and len(args) == 2:
+        (left, a), (right, b) = _linear(args[0]), _linear(args[1])
+        if right is None:
+            return left, a + b if fun == "plus" else a - b
+        if left is None and fun == "plus":
+            return right, a + b
+    return expr, 0

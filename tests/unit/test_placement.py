@@ -278,13 +278,106 @@ def _writes_a_tuple(u: F, a: F, b: F, i0: gtx.int32, i1: gtx.int32):
     _two(u, out=(a, b), domain={I: (i0, i1), J: (i0, i1)})
 
 
+@gtx.program
+def _writes_a_slice(u: F, a: F):
+    cross(u, u, out=a[1:-1, 2:])
+
+
 def test_tuple_arguments_and_outputs() -> None:
     """A tuple argument's halo read is seen (it was taken for none: never exchanged); a
-    program writing a tuple of outputs is annotated (GT4Py's AssertionError escaped)."""
+    program writing a tuple of outputs is annotated (GT4Py's AssertionError escaped), its
+    reads inferred (they were not: a narrower width was taken), and so are those of a
+    program writing a slice of its output (``out=a[1:-1, 2:]``)."""
     with pytest.raises(gh.ProgramError, match="reads uv 1 cell.*declared 0"):
         gh.halo()(_reads_a_tuple)
     assert gh.halo(uv=1)(_reads_a_tuple).widths == {"uv": 1}
     assert gh.halo(u=1)(_writes_a_tuple).writes == {"a", "b"}
+    with pytest.raises(gh.ProgramError, match="_writes_a_tuple: it reads u 1 cell.*declared 0"):
+        gh.halo()(_writes_a_tuple)
+    with pytest.raises(gh.ProgramError, match="_writes_a_slice: it reads u 1 cell.*declared 0"):
+        gh.halo()(_writes_a_slice)
+    assert gh.halo(u=1)(_writes_a_slice).writes == {"a"}
+
+
+@gtx.field_operator
+def _copy(u: F) -> F:
+    return u
+
+
+@gtx.field_operator
+def _south(u: F) -> F:
+    return u(J - 1)
+
+
+@gtx.program
+def _temporary_too_narrow(u: F, t: F, v: F, i0: gtx.int32, i1: gtx.int32):
+    _copy(u, out=t, domain={I: (i0, i1), J: (i0, i1)})
+    cross(t, t, out=v, domain={I: (i0, i1), J: (i0, i1)})
+
+
+@gtx.program
+def _temporary_wide_on_the_wrong_axis(u: F, t: F, v: F, i0: gtx.int32, i1: gtx.int32):
+    _copy(u, out=t, domain={I: (i0 - 1, i1 + 1), J: (i0, i1)})
+    _south(t, out=v, domain={I: (i0, i1), J: (i0, i1)})
+
+
+@gtx.program
+def _temporary_wide_enough(u: F, t: F, v: F, i0: gtx.int32, i1: gtx.int32):
+    _copy(u, out=t, domain={I: (i0, i1), J: (i0 - 1, i1)})
+    _south(t, out=v, domain={I: (i0, i1), J: (i0, i1)})
+    _copy(v, out=t, domain={I: (i0, i1), J: (i0, i1)})  # (t written again, read by none)
+
+
+@gtx.program
+def _temporary_on_its_whole_field(u: F, t: F, v: F, i0: gtx.int32, i1: gtx.int32):
+    _copy(u, out=t)
+    cross(t, t, out=v, domain={I: (i0, i1), J: (i0, i1)})
+
+
+@gtx.program
+def _temporary_wide_on_the_wrong_side(u: F, t: F, v: F, i0: gtx.int32, i1: gtx.int32):
+    _copy(u, out=t, domain={I: (i0, i1), J: (i0, i1 + 1)})
+    _south(t, out=v, domain={I: (i0, i1), J: (i0, i1)})
+
+
+@gtx.program
+def _temporary_shifted(u: F, t: F, v: F, i0: gtx.int32, i1: gtx.int32):
+    _south(u, out=t, domain={I: (i0, i1), J: (i0 - 1, i1 - 1)})  # t[j - 1] = u[j - 2]
+    cross(u, t, out=v, domain={I: (i0, i1), J: (i0, i1)})  # u[i + 1] + u[j - 2]
+
+
+@gtx.program
+def _temporary_of_a_slice(u: F, t: F, v: F):
+    _copy(u, out=t[:, 1:])
+    _south(t, out=v[:, 1:])  # reads t[:, 0], never written
+
+
+def test_temporaries_of_a_program() -> None:
+    """A program that writes an argument and reads it in a later call beyond what it wrote
+    is refused whatever the widths (no exchange before the program makes those cells
+    valid: it was taken for a halo to exchange, and the halo read stale), and so is one
+    where GT4Py cannot tell how far it was written; one computed on a domain as wide as it
+    is read needs no halo of its own, but its inputs' halo as far as that domain reaches,
+    side by side (it was taken for none); one written on its whole field counts as written
+    as far as it is read."""
+    with pytest.raises(gh.ProgramError, match="writes t and a later call reads it 1 cell"):
+        gh.halo(u=1, t=1)(_temporary_too_narrow)
+    with pytest.raises(gh.ProgramError, match="writes t and a later call reads it 1 cell"):
+        gh.halo(u=1, t=1)(_temporary_wide_on_the_wrong_axis)
+    with pytest.raises(gh.ProgramError, match="reads u 1 cell.*declared 0"):
+        gh.halo(t=1)(_temporary_wide_enough)
+    assert gh.halo(u=1)(_temporary_wide_enough).writes == {"t", "v"}
+    with pytest.raises(gh.ProgramError, match="reads u 1 cell.*declared 0"):
+        gh.halo()(_temporary_on_its_whole_field)
+    # the side each reach is on counts (the two sides were one)
+    with pytest.raises(gh.ProgramError, match="writes t and a later call reads it 1 cell"):
+        gh.halo(u=1, t=1)(_temporary_wide_on_the_wrong_side)
+    with pytest.raises(gh.ProgramError, match="reads u 2 cell.*declared 1"):
+        gh.halo(u=1)(_temporary_shifted)
+    assert gh.halo(u=2)(_temporary_shifted).widths == {"u": 2}
+    # where GT4Py cannot compare what was written with what is read: refused
+    with pytest.raises(gh.ProgramError, match="writes t .* GT4Py cannot tell how far"):
+        gh.halo(u=1, t=1)(_temporary_of_a_slice)
 
 
 def test_writes_through_another_name_and_helpers(programs, ex) -> None:
