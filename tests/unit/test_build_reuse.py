@@ -425,7 +425,8 @@ def test_scalars_of_a_kept_call_are_compared_by_their_bits():
     """A kept call runs again for numbers equal in type and value, but 0.0 and -0.0 are
     equal and not the same value (``1 / x`` tells them apart): a call with the other runs
     with its own, Python's floats and NumPy's alike. A complex number, which DaCe passes to
-    the compiled step wrongly, is refused."""
+    the compiled step wrongly, and an array of no dimensions, which it fails on, are
+    refused."""
     import numpy as np
 
     d, _ = exchange_step()
@@ -449,6 +450,10 @@ def test_scalars_of_a_kept_call_are_compared_by_their_bits():
     for number in (complex(1.0, -0.0), np.complex64(1.0)):
         with pytest.raises(gh.FieldError, match="argument s is a complex number"):
             step(a, c, number)
+    # an array of no dimensions: DaCe failed on it (at the parse, or in the C++ compiler
+    # after a whole build where it bounds a loop)
+    with pytest.raises(gh.FieldError, match=r"argument s is an array of no dimensions"):
+        step(a, c, np.array(2.0))
 
 
 def test_a_field_that_takes_no_weak_reference_is_not_kept():

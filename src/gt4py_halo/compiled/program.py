@@ -1151,7 +1151,8 @@ _LARGEST = 2**31 - 1
 
 def _check_kinds(names: list[str], values: list[Any]) -> None:
     """A ``FieldError`` naming an argument of a kind no step takes (containers, strings,
-    ``None``, complex numbers: DaCe passes those to the compiled step wrongly) or an array
+    ``None``, complex numbers: DaCe passes those to the compiled step wrongly; arrays of no
+    dimensions: DaCe fails on them) or an array
     with an extent or a stride beyond the step's sizes (``_LARGEST``); other kinds are DaCe's
     to take or refuse."""
     for name, value in zip(names, values):
@@ -1164,6 +1165,13 @@ def _check_kinds(names: list[str], values: list[Any]) -> None:
             raise FieldError(
                 f"argument {name} is a complex number, which a compiled step does not take as "
                 "a scalar: pass it in an array of one element"
+            )
+        if _is_array(value) and not value.ndim:
+            raise FieldError(
+                f"argument {name} is an array of no dimensions (shape ()), which a compiled "
+                "step does not take (DaCe fails on it, at the parse or in the C++ compiler): "
+                "pass a number for a value the step reads, an array of one element for one "
+                "it writes"
             )
         if _is_array(value) and value.ndim:
             strides = element_strides(value)
