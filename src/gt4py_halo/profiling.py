@@ -144,11 +144,11 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
         already, no viztracer, rank 0 cannot make the folder), a ``RanksDisagreeError`` if
         the ranks name different folders (rank 0's alone would be written), else the profile
         is on."""
-        problem = self._cannot_start()
-        if problem is None and self.comm.rank == 0:
-            problem = self._folder_problem()
-        raise_on_all_ranks(self.comm, problem, ProfileError)
+        raise_on_all_ranks(self.comm, self._cannot_start(), ProfileError)
         check_ranks_agree(self.comm, "gh.profile", folder=self._named)
+        # (made once the ranks agree: a refused profile leaves no folder behind)
+        problem = self._folder_problem() if self.comm.rank == 0 else None
+        raise_on_all_ranks(self.comm, problem, ProfileError)
         self._comm = self.comm.Dup()  # the clock ping-pongs never meet the user's receives
         self._begin()
         return self
@@ -369,39 +369,45 @@ def agree_on_whole_run(comm: MPI.Comm) -> None:
     drop their profile, so that no exit waits for the others), a ``ProfileError`` if rank 0
     cannot write it. Over all ranks of the world, the profile is confirmed: it gets its
     communicator."""
-    global _whole_run
     whole = _whole_run
     confirming = whole is not None and whole._comm is None and comm.size == MPI.COMM_WORLD.size
-    problem = whole._folder_problem() if confirming and MPI.COMM_WORLD.rank == 0 else None
     unreadable = None if _unreadable is None else str(_unreadable)
-    everyone = comm.allgather((None if whole is None else whole._named, problem, unreadable))
-    if any(u for _, _, u in everyone):
+    everyone = comm.allgather((None if whole is None else whole._named, unreadable))
+    if any(u for _, u in everyone):
         if _unreadable is not None:
             raise ConfigError(str(_unreadable))
         raise ConfigError(
-            "; ".join(f"rank {rank}: {u}" for rank, (_, _, u) in enumerate(everyone) if u)
+            "; ".join(f"rank {rank}: {u}" for rank, (_, u) in enumerate(everyone) if u)
         )
-    on = [rank for rank, (folder, _, _) in enumerate(everyone) if folder is not None]
-    folders = {folder for folder, _, _ in everyone if folder is not None}
-    problems = [p for _, p, _ in everyone if p is not None]
-    if (on and len(on) < comm.size) or len(folders) > 1 or problems:
-        if whole is not None:
-            whole._stop()
-            _whole_run = None
-        if problems:
-            raise ProfileError(problems[0])
+    on = [rank for rank, (folder, _) in enumerate(everyone) if folder is not None]
+    folders = {folder for folder, _ in everyone if folder is not None}
+    if (on and len(on) < comm.size) or len(folders) > 1:
+        _drop_whole_run()
         where = "; ".join(f"rank {rank}: {everyone[rank][0]}" for rank in on[:8])
         raise RanksDisagreeError(
             "ranks disagree on profiling the whole run (GT4PY_HALO_PROFILE, [tool.gt4py_halo] "
             f"profile): on at ranks {_ranks(on)} of {comm.size} ({where}); the profile is "
             "dropped"
         )
-    if confirming:
+    if confirming:  # (on every rank alike: they agree) the folder made once they do
+        mine = whole._folder_problem() if MPI.COMM_WORLD.rank == 0 else None
+        problem = next((p for p in comm.allgather(mine) if p is not None), None)
+        if problem is not None:
+            _drop_whole_run()
+            raise ProfileError(problem)
         whole._comm = MPI.COMM_WORLD.Dup()
         # a program that finalizes MPI itself ends the profile there, while MPI still works:
         # MPI_Finalize deletes MPI_COMM_SELF's attributes first, on every rank
         ending = MPI.Comm.Create_keyval(delete_fn=_end_at_finalize)
         MPI.COMM_SELF.Set_attr(ending, None)
+
+
+def _drop_whole_run() -> None:
+    """The whole-run profile off, unwritten (so that no exit waits for the other ranks)."""
+    global _whole_run
+    if _whole_run is not None:
+        _whole_run._stop()
+        _whole_run = None
 
 
 def _ranks(ranks: list[int]) -> str:

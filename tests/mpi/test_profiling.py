@@ -207,6 +207,7 @@ def test_a_profile_that_cannot_start_on_one_rank_raises_on_every_rank(comm, tmp_
         with pytest.raises(gh.RanksDisagreeError, match="gh.profile: ranks disagree on\n  folder"):
             gh.profile(Path(folder) / f"rank{comm.rank}", comm=comm).__enter__()
         assert gh.profiling.recorder is None
+        assert not (Path(folder) / "rank0").exists()  # (rank 0 made it, empty, before)
 
 
 def test_profiles_of_groups_of_ranks_into_one_folder(comm, tmp_path) -> None:
@@ -251,12 +252,13 @@ def test_a_whole_run_profile_on_some_ranks_only(comm, tmp_path, monkeypatch) -> 
             gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
         assert profiling.recorder is None and profiling._whole_run is None
         # on everywhere, the last rank into another folder: dropped on every rank
-        other = f"{folder}/other"
-        monkeypatch.setenv(PROFILE_VARIABLE, other if comm.rank == comm.size - 1 else folder)
+        other, ours = f"{folder}/other", f"{folder}/ours"
+        monkeypatch.setenv(PROFILE_VARIABLE, other if comm.rank == comm.size - 1 else ours)
         profiling._profile_whole_run()
         with pytest.raises(gh.RanksDisagreeError, match=f"rank {comm.size - 1}: {other}"):
             gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
         assert profiling.recorder is None and profiling._whole_run is None
+        assert not Path(ours).exists()  # (rank 0 made it, empty, before)
     monkeypatch.setenv(PROFILE_VARIABLE, folder)
     if profiling._whole_run is None:
         profiling._profile_whole_run()
