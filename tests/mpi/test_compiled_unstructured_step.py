@@ -120,3 +120,35 @@ def test_ranks_out_of_step_between_kept_calls_raise(comm) -> None:
         step(fields[0 if comm.rank == 0 else 1])
     for k in (1, 0):
         exchanged(fields[k])
+
+
+@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+def test_column_major_fields_of_one_entry_or_none(comm, backend) -> None:
+    """Column-major fields (entries contiguous, GT4Py's CPU order) where a rank holds one
+    entry (NumPy gives a column-major array of one row a row-major array's strides) or none
+    (strides 0): compiled, exact halos, as the runtime exchange gives them (with ``ghex``
+    the ranks' strides of 1 disagreed, and the build refused the fields as strided views)."""
+    import gt4py_halo as gh
+
+    if comm.rank == 0:
+        owned, halo = [0, 1, 2], []
+    elif comm.rank == comm.size - 1:
+        owned, halo = [], [0]  # one entry
+    elif comm.rank == 1:
+        owned, halo = [], []  # none
+    else:
+        owned, halo = [3 + comm.rank], [1]
+    d = gh.UnstructuredDecomposition({"cell": (owned, halo)}, comm=comm)
+    ex = gh.make_exchange(d, backend=backend)
+
+    @gh.program(comm=comm)
+    def step(a):
+        ex.exchange(a, dim="cell")
+
+    gids = d.local_gids("cell")
+    expected = gids[:, None] * 10.0 + np.arange(3)
+    mine = np.isin(np.arange(len(gids)), d.owned_lids["cell"])[:, None]
+    for run in (step, lambda a: ex.exchange(a, dim="cell")):
+        a = np.asfortranarray(np.where(mine, expected, -1.0))
+        run(a)
+        np.testing.assert_array_equal(a, expected)

@@ -1283,7 +1283,9 @@ def _layouts_of(ranks: list[Described]) -> list[tuple[tuple, tuple] | None]:
     others, so neither is the same on every rank, and the code must be (exchanges test
     density at run time, ``compiled/in_place.py``). A block one cell wide on some ranks
     makes strides 1 there that are not on others, uneven blocks make shapes equal on some
-    ranks only: taking what holds on every rank makes one build for all.
+    ranks only: taking what holds on every rank makes one build for all. An axis of extent 0
+    or 1 is addressed at index 0 alone, whatever its stride (NumPy gives a column-major array
+    of one row the strides of a row-major one): it takes the constant 1 on its rank.
     """
     groups: dict[tuple, int] = {}
     layouts = []
@@ -1292,7 +1294,7 @@ def _layouts_of(ranks: list[Described]) -> list[tuple[tuple, tuple] | None]:
             layouts.append(None)
             continue
         g = groups.setdefault(tuple(rank[i][0] for rank in ranks), len(groups))
-        unit = [all(rank[i][1][k] == 1 for rank in ranks) for k in range(len(mine[0]))]
+        unit = [all(_unit_stride(rank[i], k) for rank in ranks) for k in range(len(mine[0]))]
         layouts.append(
             (
                 tuple(f"__shape{g}_{k}" for k in range(len(mine[0]))),
@@ -1304,16 +1306,23 @@ def _layouts_of(ranks: list[Described]) -> list[tuple[tuple, tuple] | None]:
 
 def _fits(described: Described, layouts: list) -> bool:
     """Whether arrays ``described`` can be passed to a build with ``layouts``: strides of 1
-    where it has the constant 1, equal shapes where it shares size symbols."""
+    where it has the constant 1 (``_unit_stride``), equal shapes where it shares size
+    symbols."""
     shapes: dict[tuple, tuple] = {}
     for mine, layout in zip(described, layouts):
         if layout is None:
             continue
         if shapes.setdefault(layout[0], mine[0]) != mine[0]:
             return False
-        if any(name is None and n != 1 for name, n in zip(layout[1], mine[1])):
+        if any(name is None and not _unit_stride(mine, k) for k, name in enumerate(layout[1])):
             return False
     return True
+
+
+def _unit_stride(described: tuple[tuple, tuple], axis: int) -> bool:
+    """Whether an array (its shape and element strides) may take the constant stride 1 on
+    ``axis``: it has stride 1 there, or an extent of at most 1 (only index 0)."""
+    return described[1][axis] == 1 or described[0][axis] <= 1
 
 
 def _local_pattern(values: list[Any]) -> list[tuple | None]:

@@ -245,7 +245,12 @@ def _unstructured_layout(desc: Any, i: int) -> str:
     raise FieldError(
         f"field {i}: the 'ghex' transport exchanges unstructured fields of one or two axes, "
         f"contiguous along one of them; got {len(desc.shape)} axes"
-        + ("" if len(desc.shape) > 2 else ", neither of unit stride (a strided view?)")
+        + (
+            ""
+            if len(desc.shape) > 2
+            else ", neither of unit stride on every rank (a strided view, or ranks whose fields "
+            "are contiguous along different axes?)"
+        )
     )
 
 
@@ -257,8 +262,9 @@ def _regular_layout(desc: Any, i: int, axes: int) -> tuple[str, str, str]:
     if not unit:
         raise FieldError(
             f"field {i}: the 'ghex' transport exchanges cartesian fields with an axis of unit "
-            "stride; got one of none (a strided view such as a[:, ::2]?; the 'mpi' transport "
-            "takes any strides)"
+            "stride on every rank; got one of none (a strided view such as a[:, ::2], or ranks "
+            "whose fields are contiguous along different axes?; the 'mpi' transport takes any "
+            "strides)"
         )
     extra = axes - len(desc.shape)
     extents = [symstr(n, cpp_mode=True) for n in desc.shape] + ["1"] * extra
