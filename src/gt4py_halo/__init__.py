@@ -1,8 +1,9 @@
 """gt4py_halo: halo exchanges for GT4Py models on distributed memory.
 
 A decomposition (cartesian blocks or unstructured ICON-style dims) is described once and turned
-into exchange plans; ``make_exchange`` builds a runtime exchange over a transport (``"mpi"`` or
-``"ghex"``) that moves exactly what the plan says.
+into exchange plans; ``make_exchange`` builds a runtime exchange over a transport (``"mpi"``,
+``"ghex"``, ``"nccl"`` for GPU fields, or ``"auto"``) that moves exactly what the plan says;
+``program`` compiles a step of GT4Py programs and exchanges into one SDFG.
 """
 
 __version__ = "0.1.0"
@@ -36,9 +37,10 @@ from gt4py_halo.runtime.exchange import Exchange, ExchangeHandle
 def program(function=None, **options):
     """Compile a step of GT4Py programs and ``ex.exchange`` calls into one SDFG.
 
-    Options (``comm``, ``device``, ``copy_maps``, ``pack_in_producers``,
-    ``in_place_min_bytes``): see ``gt4py_halo.compiled.program.program``; imported on first use,
-    as DaCe takes seconds to import.
+    Options (``comm``, ``exchange`` to place exchanges from ``gh.halo`` annotations,
+    ``device``, ``copy_maps``, ``pack_in_producers``, ``in_place_min_bytes``): see
+    ``gt4py_halo.compiled.program.program``; imported on first use, as DaCe takes seconds to
+    import.
     """
     from gt4py_halo.compiled.program import program as _program
 

@@ -3,8 +3,9 @@
 Resolution order, first match wins: the argument (``make_exchange``'s backend), the
 environment variable (``GT4PY_HALO_BACKEND``, ``GT4PY_HALO_PROFILE``), ``[tool.gt4py_halo]``
 in ``pyproject.toml`` of the working directory (``backend = ...``, ``profile = ...``), then
-the default (``"mpi"``; no profile: a profile folder configured profiles the whole run). Every rank must resolve the same values; launchers pass the environment and
-working directory to all ranks alike.
+the default (``"mpi"``; no profile: a profile folder configured profiles the whole run). A
+key the table does not take (``KEYS``) is a ``ConfigError``. Every rank must resolve the same
+values; launchers pass the environment and working directory to all ranks alike.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from gt4py_halo.errors import ConfigError
 ENV_VARIABLE = "GT4PY_HALO_BACKEND"
 PROFILE_VARIABLE = "GT4PY_HALO_PROFILE"
 DEFAULT_BACKEND = "mpi"
+#: The keys ``[tool.gt4py_halo]`` takes.
+KEYS = ("backend", "profile")
 
 
 def backend_and_source(explicit: str | None = None) -> tuple[str, str]:
@@ -54,7 +57,13 @@ def _configured(key: str, variable: str) -> tuple[str, str] | None:
     table = tools.get("gt4py_halo", {}) if isinstance(tools, dict) else {}
     if not isinstance(table, dict):
         raise ConfigError(
-            f"tool.gt4py_halo in {pyproject} is a {type(table).__name__}, not a table"
+            f"tool.gt4py_halo in {pyproject} is {table!r} ({type(table).__name__}), not a table"
+        )
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:  # (a misspelt key would leave its setting silently at the default)
+        raise ConfigError(
+            f"[tool.gt4py_halo] in {pyproject} has no key {', '.join(map(repr, unknown))}; "
+            f"it takes {' and '.join(KEYS)}"
         )
     if key not in table:
         return None

@@ -105,7 +105,7 @@ class Exchange(definitions.ExchangeRuntime):
         if not isinstance(as_array(fields[0], 0), np.ndarray):
             _synchronize(stream)
         handle = self.exchange_runtime.start(*exchanged, dim=name)
-        handle.hold(fields)  # the views exchanged hold no reference to them
+        handle._hold(fields)  # the views exchanged hold no reference to them
         return Result(handle, fields)
 
     def _local_part(self, field: Any, position: int, dim: gtx.Dimension, size: int) -> Any:

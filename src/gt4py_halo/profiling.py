@@ -138,6 +138,7 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
         self._comm: MPI.Comm | None = None  # its own, while on
         self._tracer: Any = None
         self._began = 0.0
+        self.configured_by: str | None = None  # a whole run's: the setting that asked for it
 
     def __enter__(self) -> Self:
         """Collectively: a ``ProfileError`` on every rank if one cannot profile (a profile on
@@ -154,6 +155,12 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
         return self
 
     def _cannot_start(self) -> str | None:
+        if recorder is not None and _whole_run is not None:
+            return (
+                f"the whole run is profiled into {_whole_run._named} (set by "
+                f"{_whole_run.configured_by}), and profiles do not nest: drop that setting, or "
+                "this gh.profile"
+            )
         if recorder is not None:
             return "a profile is already on in this process (profiles do not nest)"
         try:
@@ -348,13 +355,14 @@ def _profile_whole_run() -> None:
     with a word on stderr, as a gather then could wait for ranks that do not profile."""
     global _whole_run, _unreadable
     try:
-        folder, _ = profile_and_source()
+        folder, source = profile_and_source()
     except ConfigError as error:
         _unreadable = error
         return
     if folder is None:
         return
     whole = profile(folder)
+    whole.configured_by = source
     problem = whole._cannot_start()
     if problem is not None:
         raise ProfileError(problem)

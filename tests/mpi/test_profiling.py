@@ -264,6 +264,9 @@ def test_a_whole_run_profile_on_some_ranks_only(comm, tmp_path, monkeypatch) -> 
         profiling._profile_whole_run()
     d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
     gh.make_exchange(d).exchange(np.ones(d.allocated_shape))
+    # a profile inside it names the setting that profiles the run (was: "already on")
+    with pytest.raises(gh.ProfileError, match="profiled into .* \\(set by the environment"):
+        gh.profile(f"{folder}/inner", comm=comm).__enter__()
     profiling._end_whole_run()
     assert profiling.recorder is None
     comm.barrier()

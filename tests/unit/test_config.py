@@ -40,8 +40,12 @@ def test_pyproject_of_the_working_directory(workdir):
     ("text", "match"),
     [
         ("[tool.gt4py_halo\n", "cannot be read as TOML"),
-        ('[tool]\ngt4py_halo = "ghex"\n', "tool.gt4py_halo in .* is a str, not a table"),
+        ('[tool]\ngt4py_halo = "ghex"\n', "tool.gt4py_halo in .* is 'ghex' \\(str\\), not a table"),
         ("[tool.gt4py_halo]\nbackend = 1\n", "backend in .* is 1; it takes a string"),
+        (  # misspelt: the setting was silently the default
+            '[tool.gt4py_halo]\nbakend = "ghex"\nprofiles = "p"\n',
+            "has no key 'bakend', 'profiles'; it takes backend and profile",
+        ),
         ('[tool.gt4py_halo]\nbackend = "\xff"\n'.encode("latin-1"), "cannot be read as TOML"),
     ],
 )

@@ -20,15 +20,26 @@ def step(u):
         ({"copy_maps": "field"}, "copy_maps"),
         ({"in_place_min_bytes": 0}, "in_place_min_bytes"),
         ({"in_place_min_bytes": "32k"}, "in_place_min_bytes"),
+        ({"pack_in_producers": "no"}, "pack_in_producers"),  # (was taken for True)
+        ({"comm": 3}, "comm must be an mpi4py communicator"),  # (an AttributeError, later)
+        ({"exchange": 3}, r"exchange must be an exchange \(gh.make_exchange\)"),
     ],
 )
 def test_bad_options_are_named(options, named) -> None:
-    with pytest.raises(ValueError, match=named):
+    with pytest.raises(gh.ProgramError, match=named):
         gh.program(step, **options)
 
 
 def test_good_options_are_taken() -> None:
-    for options in ({}, {"in_place_min_bytes": None}, {"in_place_min_bytes": 1}):
+    from mpi4py import MPI
+
+    for options in (
+        {},
+        {"in_place_min_bytes": None},
+        {"in_place_min_bytes": 1},
+        {"pack_in_producers": False},
+        {"comm": MPI.COMM_SELF},
+    ):
         assert callable(gh.program(step, **options))
 
 

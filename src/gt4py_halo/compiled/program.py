@@ -93,6 +93,7 @@ from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
 from gt4py_halo.errors import FieldError, HaloError, ProgramError, RanksDisagreeError
 from gt4py_halo.gt4py_support import openmp_threads
+from gt4py_halo.runtime.exchange import Exchange
 from gt4py_halo.runtime.fields import check_disjoint, field_spec
 from gt4py_halo.transports.mpi.runtime import StepWaits
 
@@ -124,6 +125,16 @@ class Program:
         ):
             raise ProgramError(
                 f"in_place_min_bytes must be a positive int or None, got {in_place_min_bytes!r}"
+            )
+        if pack_in_producers not in (None, True, False):  # (a string "no" was taken for on)
+            raise ProgramError(
+                f"pack_in_producers must be True, False or None, got {pack_in_producers!r}"
+            )
+        if comm is not None and not isinstance(comm, MPI.Comm):
+            raise ProgramError(f"comm must be an mpi4py communicator or None, got {comm!r}")
+        if exchange is not None and not isinstance(exchange, Exchange):
+            raise ProgramError(
+                f"exchange must be an exchange (gh.make_exchange) or None, got {exchange!r}"
             )
         if isinstance(function, (staticmethod, classmethod)):
             raise ProgramError(

@@ -32,7 +32,15 @@ FIELD_SETS_REMEMBERED = 16
 
 
 class Exchange:
-    """Halo exchanges of one decomposition over one transport.
+    """Halo exchanges of one decomposition over one transport (``gh.make_exchange``).
+
+    ``ex.exchange(*fields, dim=None)`` fills the halos of ``fields`` from their owning ranks
+    and returns when all are written; ``h = ex.start(*fields, dim=None)`` posts the same
+    exchange and returns at once, ``h.finish()`` writes the halos. Fields are the rank's local
+    arrays, owned entries and halo (``decomposition.allocated_shape`` for cartesian ones,
+    ``len(decomposition.local_gids(dim))`` entries first for unstructured ones, then any
+    levels): NumPy or CuPy arrays, GT4Py fields. ``dim`` names the unstructured dim the fields
+    live on. Inside ``@gh.program`` steps both become nodes of the compiled step.
 
     Its two calls share its ``_Exchanger`` and do not refer back to it, so that dropping the
     exchange frees its transport and communicators at once, on every rank alike: waiting for
@@ -212,6 +220,9 @@ class BlockingExchange(_CompiledCall):
     """
 
     def __call__(self, *fields: Any, dim: str | None = None) -> None:
+        """Fill the halos of ``fields`` (local arrays, owned entries and halo) from their
+        owning ranks; ``dim``: the unstructured dim they live on. Collective: every rank of
+        the decomposition makes the same calls with alike fields."""
         self._exchanger.exchange(fields, dim)
 
 
@@ -225,6 +236,8 @@ class SplitExchange(_CompiledCall):
     PHASE = "start"
 
     def __call__(self, *fields: Any, dim: str | None = None) -> ExchangeHandle:
+        """Post the exchange of ``fields`` (as ``ex.exchange``) and return at once; the
+        halos are written by the returned handle's ``finish()``."""
         return ExchangeHandle(*self._exchanger._start(fields, dim))
 
 
@@ -237,7 +250,7 @@ class ExchangeHandle:
         self._described = described  # what a profile records of it (profiling.py)
         self._started = time.monotonic() if waiting is not None else 0.0
 
-    def hold(self, objects: tuple) -> None:
+    def _hold(self, objects: tuple) -> None:
         """Keeps ``objects`` alive until the exchange is finished, even if it never is before
         the interpreter exits (``in_flight``): the arrays of fields passed as views that hold
         no reference to them."""

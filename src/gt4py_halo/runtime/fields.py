@@ -45,7 +45,7 @@ def field_spec(plan: ExchangePlan, array: Any, position: int | str) -> FieldSpec
     if shape[:ndim] != plan.local_shape:
         raise FieldError(
             f"field {position} has shape {shape}, but plan {plan.name!r} on rank {plan.rank} "
-            f"needs its first {ndim} axes to be {plan.local_shape} (owned cells plus halo)"
+            f"needs its first {ndim} axes to be {plan.local_shape} (owned entries plus halo)"
         )
     dtype = np.dtype(array.dtype)
     if dtype not in SUPPORTED_DTYPES:

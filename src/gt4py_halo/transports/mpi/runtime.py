@@ -265,8 +265,8 @@ class MessageSet:
             raise RanksDisagreeError(
                 "halos not written: "
                 + "; ".join(wrong)
-                + ": the ranks exchange fields of different dtypes or levels, or of different "
-                "dims, in this call"
+                + ": the ranks exchange different numbers of fields, or fields of different "
+                "dtypes, levels or dims, in this call"
             )
 
     def _problem(
