@@ -7,12 +7,12 @@ from the program itself: the ``out=`` arguments of its field operator calls. The
 reads are inferred too: for cartesian programs by GT4Py's domain inference (each argument's
 accessed domain against the domain written, in cells), for unstructured ones by GT4Py's shift
 tracing (the neighbour tables between an argument and the output: 1 is the neighbours of the
-entries written); in a program of several calls, counted from the domain of its last call,
-side by side, through the temporaries computed for later calls (``read_widths``). A declared
-width smaller than that is a ``gh.ProgramError`` at decoration, never a silent stale halo,
-and so is a call reading beyond what an earlier call of the program wrote, or where GT4Py
-cannot tell how far that wrote (no exchange before the program can make those cells valid);
-where GT4Py cannot tell what a call reads (offsets that are no literals, stencils it cannot
+entries written); in a program of several calls each call counts from its own domain,
+through the temporaries earlier calls computed for it (``read_widths``). A declared width
+smaller than that is a ``gh.ProgramError`` at decoration, never a silent stale halo, and so
+is a call reading beyond what an earlier call of the program wrote, or where GT4Py cannot
+tell how far that wrote (no exchange before the program can make those cells valid); where
+GT4Py cannot tell what a call reads (offsets that are no literals, stencils it cannot
 trace), the declared width is taken as it is. An unstructured argument's dim is
 the dim of the decomposition that its type in the program's signature has (by name, in any
 case: GT4Py's ``Cell`` is the dim ``cell``).
@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -85,7 +85,7 @@ class Annotated:
         self.widths = dict(widths)
         #: The arguments the program writes (its ``out=``).
         self.writes = frozenset(_written(past))
-        for name, read in read_widths(self.name, _statements(gt4py_program)).items():
+        for name, read in read_widths(self.name, _calls(gt4py_program)).items():
             if self.widths.get(name, 0) < read:
                 raise ProgramError(
                     f"gh.halo on {self.name}: it reads {name} {read} cell(s) (or neighbour "
@@ -292,88 +292,141 @@ Reach = dict[str, int]
 
 
 @dataclasses.dataclass(frozen=True)
-class _Statement:
-    """One call of a program, as GT4Py lowers it: the arguments it writes, those of them it
-    writes on their whole field, the domain it writes (a ``SymbolicDomain``; None where
-    GT4Py cannot tell), and per argument it reads how far beyond that domain (arguments
-    GT4Py cannot tell left out)."""
+class _Call:
+    """One call of a program, as GT4Py lowers it: the arguments it writes (per output, None
+    for one that is no argument), those it writes on their whole field, the domains it
+    writes (per output, as ``SymbolicDomain``s; None where GT4Py cannot read them), its
+    expression, and whether it is cartesian."""
 
-    writes: frozenset[str]
+    writes: tuple[str | None, ...]
     whole: frozenset[str]
-    written: Any
-    beyond: dict[str, Reach]
+    domains: tuple[Any, ...] | None
+    shape: Any  # the tuple shape of its outputs: a template for GT4Py's domain inference
+    expr: Any
+    cartesian: bool
 
 
-def read_widths(program: str, statements: list[_Statement]) -> dict[str, int]:
-    """Per argument, how far beyond the domain of the program's last call (its reference:
-    the domain the program means to compute) the program reads it before writing it, on the
-    widest side. A ``ProgramError`` where a call reads an argument beyond the reference that
-    an earlier call writes, unless that call surely writes what is read: no exchange before
-    the program makes those cells valid.
+def read_widths(name: str, calls: list[_Call]) -> dict[str, int]:
+    """Per argument the program (named ``name``) reads before writing it, how far beyond the domain of a call
+    it is read, on the widest side: each call counts from its own domain, through the
+    temporaries earlier calls computed for it (a temporary on an extended domain reads its
+    inputs further by as much). Cartesian programs by GT4Py's domain inference (cells, where
+    the domains are the program's own arguments and the offsets literal), unstructured ones
+    by the neighbour tables GT4Py's shift tracing finds between an argument and the output
+    (1: the neighbours of the entries written). Arguments neither tells are left out.
 
-    Walked from the last call back: a call reads its arguments as far beyond its own domain
-    as GT4Py infers (cartesian programs: domain inference, in cells per side, where the
-    domains are the program's own arguments and the offsets literal; unstructured ones: the
-    neighbour tables GT4Py's shift tracing finds between an argument and the output, 1 being
-    the neighbours of the entries written). A call that computes an argument later calls read
-    (a temporary, often on an extended domain) reads its own inputs as far beyond the
-    reference as they lie beyond its domain plus its domain beyond the reference, side by
-    side. What it writes is known where GT4Py tells the domains apart by literal offsets, or
-    where it writes the argument's whole field (then as far as it is read)."""
-    reference = next((s.written for s in reversed(statements) if s.written is not None), None)
-    demand: dict[str, Reach] = {}
-    for statement in reversed(statements):
-        later = {name: demand.pop(name) for name in statement.writes if name in demand}
-        # a call whose outputs no later call reads computes a result: its domain is one
-        extent = _reach(reference, statement.written) if later else {}
-        for name, reach in later.items():
-            if name in statement.whole:
-                continue
-            short = max(reach.values(), default=0) if extent is None else _short(reach, extent)
-            if short > 0:
-                how = (
-                    "beyond what the first wrote"
-                    if extent is not None
-                    else (
-                        "beyond the domain of the program's last call, and GT4Py cannot tell "
-                        "how far the first wrote it (domains that are no literal offsets of each "
-                        "other)"
-                    )
-                )
-                raise ProgramError(
-                    f"gh.halo on {program}: a call writes {name} and a later call reads it "
-                    f"{short} cell(s) (or neighbour tables) {how}: no exchange before the "
-                    "program can make those cells valid. Split the program there, so that an "
-                    f"exchange can go between the two calls, or write {name} on a domain as "
-                    "wide as it is read, or on its whole field"
-                )
-        if extent is None:
-            extent = _widest(later.values())
-        for name, beyond in statement.beyond.items():
-            needed = {a: beyond.get(a, 0) + extent.get(a, 0) for a in beyond.keys() | extent}
-            demand[name] = _widest([demand[name], needed]) if name in demand else needed
-    return {name: max([0, *reach.values()]) for name, reach in demand.items()}
+    A ``ProgramError`` where a call reads an argument that an earlier call writes beyond what
+    that one wrote, or where GT4Py cannot tell how far it wrote (domains that are no literal
+    offsets of each other, neighbour tables), unless it wrote the argument's whole field: no
+    exchange before the program makes those cells valid."""
+    widths: dict[str, int] = {}
+    for k, call in enumerate(calls):
+        frames = call.domains
+        pending = [(k, _target(call, None), 0)]  # (a call, the domain read of it, tables)
+        while pending:
+            at, target, tables = pending.pop()
+            for symbol, read in _reads(calls[at], target, tables).items():
+                writer = next((j for j in reversed(range(at)) if symbol in calls[j].writes), None)
+                if writer is None:  # an argument as the program got it: its halo
+                    reach = _reach_from(frames, read)
+                    if reach is not None:
+                        widths[symbol] = max(widths.get(symbol, 0), reach)
+                    continue
+                if at == k:  # (each call's own reads: the earlier writes checked once)
+                    _check_written(name, calls[writer], symbol, read, calls[at])
+                if isinstance(read, int):
+                    pending.append((writer, None, read))
+                elif not isinstance(read, tuple):
+                    pending.append((writer, _target(calls[writer], read), 0))
+    return widths
 
 
-def _short(read: Reach, written: Reach) -> int:
-    """How far ``read`` reaches beyond ``written`` on its furthest side (0: not)."""
-    return max((r - written.get(side, 0) for side, r in read.items()), default=0)
+def _target(call: _Call, read: Any) -> Any:
+    """What GT4Py's domain inference takes for ``call`` read at ``read`` (its own domains
+    where None), in the shape of its outputs; None where it cannot be inferred."""
+    if not call.cartesian or call.domains is None:
+        return None
+    each = iter(call.domains)
+
+    def shaped(shape: Any) -> Any:
+        if isinstance(shape, tuple):
+            return tuple(shaped(part) for part in shape)
+        own = next(each)
+        return own if read is None else read
+
+    return shaped(call.shape)
 
 
-def _widest(reaches: Iterable[Reach]) -> Reach:
-    """Per side, the furthest of ``reaches`` (a side one does not name is 0 in it)."""
-    reaches = list(reaches)
-    sides = {side for reach in reaches for side in reach}
-    return {side: max(reach.get(side, 0) for reach in reaches) for side in sides}
+def _reads(call: _Call, target: Any, tables: int) -> dict[str, Any]:
+    """What ``call`` reads of each symbol when read at ``target``: the domain (cartesian),
+    or the neighbour tables on the way plus ``tables`` (unstructured); symbols never read
+    or read at domains GT4Py cannot tell left out."""
+    if not call.cartesian:
+        try:
+            return {n: h + tables for n, h in _neighbour_hops(call.expr, 0).items()}
+        except Exception:  # noqa: BLE001 - one GT4Py cannot trace: the declared width stands
+            return {}
+    if target is None:
+        return {}
+    from gt4py.next.iterator.transforms import infer_domain
+
+    provider = {d.value: d for d in call.domains[0].ranges}  # cartesian offsets: the dims
+    try:
+        _, accessed = infer_domain.infer_expr(call.expr, target, offset_provider=provider)
+    except Exception:  # noqa: BLE001 - one GT4Py cannot infer: the declared width stands
+        return {}
+    return {str(n): d for n, d in accessed.items() if d != "never" and d != "unknown"}
 
 
-def _statements(program: Any) -> list[_Statement]:
-    """The program's calls in order (``_Statement``); none where GT4Py cannot lower it
-    without arguments."""
+def _reach_from(frames: tuple[Any, ...] | None, read: Any) -> int | None:
+    """How far ``read`` (a domain, or neighbour tables) reaches beyond the domains
+    ``frames`` on its widest side (0 where it does not); None where GT4Py cannot tell."""
+    if isinstance(read, int):
+        return read
+    if frames is None:
+        return None
+    reaches = [_reach(frame, read) for frame in frames]
+    if None in reaches:
+        return None
+    return max([0, *(w for reach in reaches for w in reach.values())])
+
+
+def _check_written(program: str, writer: _Call, name: str, read: Any, reader: _Call) -> None:
+    """A ``ProgramError`` unless ``writer`` surely wrote the cells of ``name`` that a later
+    call of the program reads (``read``: a domain, or neighbour tables)."""
+    if name in writer.whole:
+        return
+    if isinstance(read, int):  # unstructured: the entries read are the neighbours of others
+        if read == 0:
+            return
+        short = read if writer.domains is not None and writer.domains == reader.domains else None
+    else:
+        own = None if writer.domains is None else writer.domains[writer.writes.index(name)]
+        reach = _reach(own, read)
+        short = None if reach is None else max([0, *reach.values()])
+        if short == 0:
+            return
+    how = (
+        f"{short} cell(s) (or neighbour tables) beyond what the earlier call wrote"
+        if short is not None
+        else "where GT4Py cannot tell that the earlier call wrote it (domains that are no "
+        "literal offsets of each other, or neighbour tables)"
+    )
+    raise ProgramError(
+        f"gh.halo on {program}: a call writes {name} and a later call reads it {how}: no "
+        "exchange before the program can make those cells valid. Split the program there, so "
+        f"that an exchange can go between the two calls, or write {name} on a domain as wide "
+        "as it is read, or on its whole field"
+    )
+
+
+def _calls(program: Any) -> list[_Call]:
+    """The program's calls in order (``_Call``); none where GT4Py cannot lower it without
+    arguments."""
     from gt4py.next import common
     from gt4py.next.iterator.ir_utils import common_pattern_matcher as cpm
     from gt4py.next.iterator.ir_utils import domain_utils
-    from gt4py.next.iterator.transforms import infer_domain, inline_fundefs, inline_lambdas
+    from gt4py.next.iterator.transforms import inline_fundefs, inline_lambdas
 
     try:
         gtir = program.gtir
@@ -387,48 +440,26 @@ def _statements(program: Any) -> list[_Statement]:
             return [e for part in expr.args for e in flat(part)]
         return [expr]
 
-    def nested(expr: Any) -> Any:  # the domains of a tuple of outputs, as GT4Py infers them
+    def shape(expr: Any) -> Any:  # the tuple shape of the outputs
         if cpm.is_call_to(expr, "make_tuple"):
-            return tuple(nested(part) for part in expr.args)
-        return domain_utils.SymbolicDomain.from_expr(expr)
+            return tuple(shape(part) for part in expr.args)
+        return None
 
-    statements: list[_Statement] = []
+    calls: list[_Call] = []
     for statement in gtir.body:
         domain = getattr(statement, "domain", None)
         if domain is None:
             continue
-        targets = [str(t.id) if hasattr(t, "id") else None for t in flat(statement.target)]
-        writes = frozenset(t for t in targets if t is not None)
+        writes = tuple(str(t.id) if hasattr(t, "id") else None for t in flat(statement.target))
         try:
-            each = [domain_utils.SymbolicDomain.from_expr(d) for d in flat(domain)]
+            domains = tuple(domain_utils.SymbolicDomain.from_expr(d) for d in flat(domain))
         except Exception:  # noqa: BLE001 - a domain GT4Py cannot read: nothing told
-            statements.append(_Statement(writes, frozenset(), None, {}))
+            calls.append(_Call(writes, frozenset(), None, None, statement.expr, False))
             continue
-        whole = frozenset(t for t, d in zip(targets, each) if t is not None and _whole(t, d))
-        # outputs of one call on different domains: reads count from the nearest of them
-        same = each[0] if all(d == each[0] for d in each) else None
-        if each[0].grid_type != common.GridType.CARTESIAN:
-            try:
-                hops = _neighbour_hops(statement.expr, 0)
-            except Exception:  # noqa: BLE001 - one GT4Py cannot trace: the declared width stands
-                hops = {}
-            beyond = {n: {"": h} for n, h in hops.items()}
-            statements.append(_Statement(writes, whole, same, beyond))
-            continue
-        provider = {d.value: d for d in each[0].ranges}  # cartesian offsets: the dims
-        try:
-            _, accessed = infer_domain.infer_expr(
-                statement.expr, nested(domain), offset_provider=provider
-            )
-        except Exception:  # noqa: BLE001 - one GT4Py cannot infer: the declared width stands
-            accessed = {}
-        beyond = {}
-        for name, read in accessed.items():
-            reaches = [_reach(d, read) for d in each]
-            if None not in reaches:
-                beyond[str(name)] = _widest(reaches)
-        statements.append(_Statement(writes, whole, same, beyond))
-    return statements
+        whole = frozenset(t for t, d in zip(writes, domains) if t is not None and _whole(t, d))
+        cartesian = domains[0].grid_type == common.GridType.CARTESIAN
+        calls.append(_Call(writes, whole, domains, shape(domain), statement.expr, cartesian))
+    return calls
 
 
 def _whole(name: str, domain: Any) -> bool:
@@ -487,7 +518,10 @@ def _reach(base: Any, domain: Any) -> Reach | None:
         if any(getattr(part, "value", None) == "unknown" for part in domain):
             return None  # (an element GT4Py cannot tell; one never read counts nothing)
         reaches = [_reach(base, part) for part in domain if hasattr(part, "ranges")]
-        return None if None in reaches else _widest(reaches)
+        if None in reaches:
+            return None
+        sides = {side for reach in reaches for side in reach}  # (a side not named: 0)
+        return {side: max(reach.get(side, 0) for reach in reaches) for side in sides}
     ranges = getattr(domain, "ranges", None)
     if not isinstance(ranges, dict):
         return None

@@ -138,7 +138,7 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
         self._comm: MPI.Comm | None = None  # its own, while on
         self._tracer: Any = None
         self._began = 0.0
-        self.configured_by: str | None = None  # a whole run's: the setting that asked for it
+        self._configured_by: str | None = None  # a whole run's: the setting that asked for it
 
     def __enter__(self) -> Self:
         """Collectively: a ``ProfileError`` on every rank if one cannot profile (a profile on
@@ -158,7 +158,7 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
         if recorder is not None and _whole_run is not None:
             return (
                 f"the whole run is profiled into {_whole_run._named} (set by "
-                f"{_whole_run.configured_by}), and profiles do not nest: drop that setting, or "
+                f"{_whole_run._configured_by}), and profiles do not nest: drop that setting, or "
                 "this gh.profile"
             )
         if recorder is not None:
@@ -362,7 +362,7 @@ def _profile_whole_run() -> None:
     if folder is None:
         return
     whole = profile(folder)
-    whole.configured_by = source
+    whole._configured_by = source
     problem = whole._cannot_start()
     if problem is not None:
         raise ProfileError(problem)

@@ -86,6 +86,30 @@ def _tuple_out(
     _two_shifts(a, out=(b, c), domain={I: (i0, i1), J: (j0, j1)})
 
 
+_unstructured = load_example(Path(__file__).resolve().parents[2] / "examples/unstructured_step.py")
+Cell, Edge, CellField, EdgeField = (
+    _unstructured.Cell,
+    _unstructured.Edge,
+    _unstructured.CellField,
+    _unstructured.EdgeField,
+)
+cells_to_edges, edges_to_cells = _unstructured.cells_to_edges, _unstructured.edges_to_cells
+
+
+@gtx.program
+def _edges_then_cells(
+    c: CellField,
+    e: EdgeField,
+    c_new: CellField,
+    e0: gtx.int32,
+    e1: gtx.int32,
+    c0: gtx.int32,
+    c1: gtx.int32,
+):
+    cells_to_edges(c, out=e, domain={Edge: (e0, e1)})
+    edges_to_cells(c, e, out=c_new, domain={Cell: (c0, c1)})
+
+
 def fields(diffusion: ModuleType, d: gh.CartesianDecomposition) -> list:
     i, j = np.meshgrid(*(np.arange(s.start, s.stop) for s in d.global_slices), indexing="ij")
     u = np.zeros(d.allocated_shape)
@@ -153,6 +177,10 @@ def test_a_width_smaller_than_the_program_reads_is_refused(diffusion) -> None:
         gh.halo(u=1, x=2)(diffusion.diffusion_step)
     with pytest.raises(gh.ProgramError, match="must be an int >= 0"):
         gh.halo(u=-1)
+    # the example's two programs in one: which edges the first writes, GT4Py cannot tell
+    # against the neighbours of the cells the second writes (taken for e's halo: stale)
+    with pytest.raises(gh.ProgramError, match="writes e and a later call reads it where GT4Py"):
+        gh.halo(c=2, e=1)(_edges_then_cells)
 
 
 def test_a_width_wider_than_the_decomposition_halo_is_refused(diffusion, comm) -> None:

@@ -347,6 +347,20 @@ def _temporary_shifted(u: F, t: F, v: F, i0: gtx.int32, i1: gtx.int32):
 
 
 @gtx.program
+def _temporary_read_then_narrower_result(u: F, t: F, v: F, w: F, i0: gtx.int32, i1: gtx.int32):
+    _copy(u, out=t, domain={I: (i0, i1), J: (i0, i1)})
+    cross(t, t, out=v, domain={I: (i0, i1), J: (i0, i1)})  # reads t[i1], never written
+    _copy(v, out=w, domain={I: (i0 + 1, i1 - 1), J: (i0, i1)})
+
+
+@gtx.program
+def _whole_temporary_written_again(u: F, t: F, v: F, w: F, i0: gtx.int32, i1: gtx.int32):
+    _copy(u, out=t)
+    cross(t, t, out=v, domain={I: (i0, i1), J: (i0, i1)})  # u's halo, through t
+    _copy(w, out=t)
+
+
+@gtx.program
 def _temporary_of_a_slice(u: F, t: F, v: F):
     _copy(u, out=t[:, 1:])
     _south(t, out=v[:, 1:])  # reads t[:, 0], never written
@@ -375,8 +389,17 @@ def test_temporaries_of_a_program() -> None:
     with pytest.raises(gh.ProgramError, match="reads u 2 cell.*declared 1"):
         gh.halo(u=1)(_temporary_shifted)
     assert gh.halo(u=2)(_temporary_shifted).widths == {"u": 2}
+    # each call counts from its own domain: one writing less than an earlier one does not
+    # hide the temporary's cells that no call wrote, nor a whole field written again the
+    # reads through the first (a review's finds)
+    with pytest.raises(gh.ProgramError, match="writes t and a later call reads it 1 cell"):
+        gh.halo(u=1, t=1)(_temporary_read_then_narrower_result)
+    with pytest.raises(gh.ProgramError, match="reads u 1 cell.*declared 0"):
+        gh.halo()(_whole_temporary_written_again)
     # where GT4Py cannot compare what was written with what is read: refused
-    with pytest.raises(gh.ProgramError, match="writes t .* GT4Py cannot tell how far"):
+    with pytest.raises(
+        gh.ProgramError, match="writes t and a later call reads it where GT4Py cannot tell"
+    ):
         gh.halo(u=1, t=1)(_temporary_of_a_slice)
 
 

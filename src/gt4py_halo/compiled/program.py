@@ -126,7 +126,7 @@ class Program:
             raise ProgramError(
                 f"in_place_min_bytes must be a positive int or None, got {in_place_min_bytes!r}"
             )
-        if pack_in_producers not in (None, True, False):  # (a string "no" was taken for on)
+        if pack_in_producers is not None and not isinstance(pack_in_producers, bool):
             raise ProgramError(
                 f"pack_in_producers must be True, False or None, got {pack_in_producers!r}"
             )
@@ -1305,7 +1305,7 @@ def _layouts_of(ranks: list[Described]) -> list[tuple[tuple, tuple] | None]:
             layouts.append(None)
             continue
         g = groups.setdefault(tuple(rank[i][0] for rank in ranks), len(groups))
-        unit = [all(_unit_stride(rank[i], k) for rank in ranks) for k in range(len(mine[0]))]
+        unit = [_constant_unit_stride([rank[i] for rank in ranks], k) for k in range(len(mine[0]))]
         layouts.append(
             (
                 tuple(f"__shape{g}_{k}" for k in range(len(mine[0]))),
@@ -1328,6 +1328,16 @@ def _fits(described: Described, layouts: list) -> bool:
         if any(name is None and not _unit_stride(mine, k) for k, name in enumerate(layout[1])):
             return False
     return True
+
+
+def _constant_unit_stride(described: list[tuple[tuple, tuple]], axis: int) -> bool:
+    """Whether a build for arrays ``described`` (one per rank) takes the constant stride 1
+    on ``axis``: where every rank may (``_unit_stride``) and one has more than one index
+    there (an axis of extent 1 everywhere keeps it only with stride 1 everywhere, as a
+    constant 1 picks the axis GHEX copies runs along and the order of loops)."""
+    if all(shape[axis] <= 1 for shape, _ in described):
+        return all(strides[axis] == 1 for _, strides in described)
+    return all(_unit_stride(d, axis) for d in described)
 
 
 def _unit_stride(described: tuple[tuple, tuple], axis: int) -> bool:
