@@ -597,3 +597,28 @@ def test_another_mpi_or_ghex_is_another_build(monkeypatch):
         digests.add(program.build_digest(sdfg))
         toolchains.add(step_cache._toolchain())
     assert len(digests) == len(toolchains) == 3
+
+
+def test_a_build_folder_removed_while_the_job_runs_is_named():
+    """A later call of new shapes loads the build again (an instance of its own): its folder
+    removed since is a ``ProgramError`` saying so (a bare ``FileNotFoundError`` of a file
+    never written)."""
+    import shutil
+
+    import numpy as np
+    from mpi4py import MPI
+
+    import gt4py_halo as gh
+
+    d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
+    ex = gh.make_exchange(d, backend="mpi")
+
+    @gh.program(comm=MPI.COMM_SELF)
+    def twice(a):  # (a build of this test's own: its folder is removed)
+        ex.exchange(a)
+        ex.exchange(a)
+
+    twice(np.zeros((*d.allocated_shape, 3)))
+    shutil.rmtree(twice._binaries[twice._built[0]].folder)
+    with pytest.raises(gh.ProgramError, match="is gone .* removed while the job ran"):
+        twice(np.zeros((*d.allocated_shape, 5)))

@@ -34,6 +34,8 @@ from typing import Any
 
 import dace
 
+from gt4py_halo.errors import ProgramError
+
 _WARNED: set[Path] = set()  # cache folders found unwritable, warned about once
 
 
@@ -109,10 +111,18 @@ def load_build(folder: str) -> Any:
 
     path = Path(folder)
     saved = path / "program.sdfgz"
-    sdfg = dace.SDFG.from_file(str(saved if saved.exists() else path / "program.sdfg"))
-    library = Path(compiler.get_binary_name(path, sdfg_name=sdfg.name))
-    copy = library.with_name(f"{library.name}.{socket.gethostname()}.{os.getpid()}.{next(_COPIES)}")
-    shutil.copyfile(library, copy)
+    try:
+        sdfg = dace.SDFG.from_file(str(saved))
+        library = Path(compiler.get_binary_name(path, sdfg_name=sdfg.name))
+        copy = library.with_name(
+            f"{library.name}.{socket.gethostname()}.{os.getpid()}.{next(_COPIES)}"
+        )
+        shutil.copyfile(library, copy)
+    except FileNotFoundError as error:  # (a later call's new shapes load the build again)
+        raise ProgramError(
+            f"the build in {path} is gone ({error.filename} missing): its folder was removed "
+            "while the job ran. Remove build folders between runs only"
+        ) from None
     try:
         return compiler.get_program_handle(
             copy, sdfg, stub_library_path=compiler._get_stub_library_path(library)
