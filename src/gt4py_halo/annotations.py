@@ -12,8 +12,10 @@ through the temporaries earlier calls computed for it (``read_widths``). A decla
 smaller than that is a ``gh.ProgramError`` at decoration, never a silent stale halo, and so
 is a call reading beyond what an earlier call of the program wrote, or where GT4Py cannot
 tell how far that wrote (no exchange before the program can make those cells valid); where
-GT4Py cannot tell what a call reads (offsets that are no literals, stencils it cannot
-trace), the declared width is taken as it is. An unstructured argument's dim is
+GT4Py cannot tell what a call reads of an argument (dynamic offsets, ``concat_where``,
+bounds that are no literal offsets of the call's domain, stencils it cannot trace), the
+declared width is taken as it is. Offsets along vertical dims read no halo (they are never
+decomposed). An unstructured argument's dim is
 the dim of the decomposition that its type in the program's signature has (by name, in any
 case: GT4Py's ``Cell`` is the dim ``cell``).
 
@@ -296,7 +298,9 @@ class _Call:
     """One call of a program, as GT4Py lowers it: the arguments it writes (per output, None
     for one that is no argument), those it writes on their whole field, the domains it
     writes (per output, as ``SymbolicDomain``s; None where GT4Py cannot read them), its
-    expression, and whether it is cartesian."""
+    expression, whether it is cartesian, and the program's offsets: the cartesian ones by
+    name with their dim (GT4Py's domain inference takes them), the names of neighbour
+    tables."""
 
     writes: tuple[str | None, ...]
     whole: frozenset[str]
@@ -304,31 +308,41 @@ class _Call:
     shape: Any  # the tuple shape of its outputs: a template for GT4Py's domain inference
     expr: Any
     cartesian: bool
+    offsets: dict[str, Any]
+    tables: frozenset[str] | None  # None: the program's offsets unknown, every one a table
 
 
 def read_widths(name: str, calls: list[_Call]) -> dict[str, int]:
-    """Per argument the program (named ``name``) reads before writing it, how far beyond the domain of a call
-    it is read, on the widest side: each call counts from its own domain, through the
-    temporaries earlier calls computed for it (a temporary on an extended domain reads its
-    inputs further by as much). Cartesian programs by GT4Py's domain inference (cells, where
-    the domains are the program's own arguments and the offsets literal), unstructured ones
-    by the neighbour tables GT4Py's shift tracing finds between an argument and the output
-    (1: the neighbours of the entries written). Arguments neither tells are left out.
+    """Per argument the program (named ``name``) reads before writing it, how far beyond the
+    domain of a call it is read, on the widest side of a horizontal axis: each call counts
+    from its own domain, through the temporaries earlier calls computed for it (a temporary
+    on an extended domain reads its inputs further by as much). Cartesian programs by GT4Py's
+    domain inference (cells), unstructured ones by the neighbour tables GT4Py's shift tracing
+    finds between an argument and the output (1: the neighbours of the entries written).
+    Arguments neither tells are left out (their declared width stands).
 
     A ``ProgramError`` where a call reads an argument that an earlier call writes beyond what
-    that one wrote, or where GT4Py cannot tell how far it wrote (domains that are no literal
-    offsets of each other, neighbour tables), unless it wrote the argument's whole field: no
-    exchange before the program makes those cells valid."""
+    that one wrote, or where GT4Py cannot tell how far it wrote or what the later call reads
+    of it (domains that differ by more than literal offsets, neighbour tables, dynamic
+    offsets), unless it wrote the argument's whole field: no exchange before the program
+    makes those cells valid."""
     widths: dict[str, int] = {}
     for k, call in enumerate(calls):
         frames = call.domains
         pending = [(k, _target(call, None), 0)]  # (a call, the domain read of it, tables)
+        seen: set[tuple] = set()  # (the same read reached along two paths: followed once)
         while pending:
             at, target, tables = pending.pop()
-            for symbol, read in _reads(calls[at], target, tables).items():
+            if (key := (at, repr(target), tables)) in seen:
+                continue
+            seen.add(key)
+            reads = _reads(calls[at], target, tables)
+            if reads is None:  # GT4Py cannot tell what the call reads
+                reads = {n: None for n in _symbols(calls[at].expr)} if at == k else {}
+            for symbol, read in reads.items():
                 writer = next((j for j in reversed(range(at)) if symbol in calls[j].writes), None)
                 if writer is None:  # an argument as the program got it: its halo
-                    reach = _reach_from(frames, read)
+                    reach = None if read is None else _reach_from(frames, read)
                     if reach is not None:
                         widths[symbol] = max(widths.get(symbol, 0), reach)
                     continue
@@ -336,7 +350,7 @@ def read_widths(name: str, calls: list[_Call]) -> dict[str, int]:
                     _check_written(name, calls[writer], symbol, read, calls[at])
                 if isinstance(read, int):
                     pending.append((writer, None, read))
-                elif not isinstance(read, tuple):
+                elif read is not None:
                     pending.append((writer, _target(calls[writer], read), 0))
     return widths
 
@@ -357,30 +371,61 @@ def _target(call: _Call, read: Any) -> Any:
     return shaped(call.shape)
 
 
-def _reads(call: _Call, target: Any, tables: int) -> dict[str, Any]:
-    """What ``call`` reads of each symbol when read at ``target``: the domain (cartesian),
-    or the neighbour tables on the way plus ``tables`` (unstructured); symbols never read
-    or read at domains GT4Py cannot tell left out."""
+def _reads(call: _Call, target: Any, tables: int) -> dict[str, Any] | None:
+    """What ``call`` reads of each symbol when read at ``target``: the domain (cartesian;
+    None where GT4Py cannot tell it, as for a dynamic offset), or the neighbour tables on
+    the way plus ``tables`` (unstructured); symbols never read left out. None where GT4Py
+    cannot tell what the call reads at all."""
     if not call.cartesian:
         try:
-            return {n: h + tables for n, h in _neighbour_hops(call.expr, 0).items()}
-        except Exception:  # noqa: BLE001 - one GT4Py cannot trace: the declared width stands
-            return {}
+            hops = _neighbour_hops(call.expr, 0, call.tables)
+        except Exception:  # noqa: BLE001 - one GT4Py cannot trace
+            return None
+        return {n: h + tables for n, h in hops.items()}
     if target is None:
-        return {}
+        return None
     from gt4py.next.iterator.transforms import infer_domain
 
     provider = {d.value: d for d in call.domains[0].ranges}  # cartesian offsets: the dims
     try:
-        _, accessed = infer_domain.infer_expr(call.expr, target, offset_provider=provider)
-    except Exception:  # noqa: BLE001 - one GT4Py cannot infer: the declared width stands
-        return {}
-    return {str(n): d for n, d in accessed.items() if d != "never" and d != "unknown"}
+        expr = _cartesian_offsets(call.expr, call.offsets)
+        _, accessed = infer_domain.infer_expr(expr, target, offset_provider=provider)
+    except Exception:  # noqa: BLE001 - one GT4Py cannot infer (concat_where, ...)
+        return None
+    return {str(n): None if d == "unknown" else d for n, d in accessed.items() if d != "never"}
+
+
+def _cartesian_offsets(expr: Any, offsets: dict[str, Any]) -> Any:
+    """``expr`` with its shifts by named cartesian offsets (``Ioff = FieldOffset("Ioff",
+    source=I, target=(I,))``, ``u(Ioff[1])``) as shifts along their dim (``u(I + 1)``), which
+    GT4Py's domain inference takes without an offset provider."""
+    if not offsets:
+        return expr
+    from gt4py import eve
+    from gt4py.next.iterator import ir as itir
+    from gt4py.next.iterator.ir_utils import ir_makers as im
+
+    class Named(eve.NodeTranslator):
+        def visit_OffsetLiteral(self, node: Any) -> Any:
+            dim = offsets.get(node.value) if isinstance(node.value, str) else None
+            if dim is None:
+                return node
+            return itir.CartesianOffset(domain=im.axis_literal(dim), codomain=im.axis_literal(dim))
+
+    return Named().visit(expr)
+
+
+def _symbols(expr: Any) -> set[str]:
+    """The names ``expr`` refers to (arguments among them)."""
+    from gt4py.next.iterator import ir as itir
+
+    return {str(node.id) for node in expr.pre_walk_values().if_isinstance(itir.SymRef)}
 
 
 def _reach_from(frames: tuple[Any, ...] | None, read: Any) -> int | None:
     """How far ``read`` (a domain, or neighbour tables) reaches beyond the domains
-    ``frames`` on its widest side (0 where it does not); None where GT4Py cannot tell."""
+    ``frames`` on its widest side of a horizontal axis (0 where it does not: vertical ones
+    are not decomposed); None where GT4Py cannot tell."""
     if isinstance(read, int):
         return read
     if frames is None:
@@ -388,15 +433,20 @@ def _reach_from(frames: tuple[Any, ...] | None, read: Any) -> int | None:
     reaches = [_reach(frame, read) for frame in frames]
     if None in reaches:
         return None
-    return max([0, *(w for reach in reaches for w in reach.values())])
+    vertical = {d.value for f in frames for d in f.ranges if d.kind == "vertical"}
+    sides = (w for reach in reaches for side, w in reach.items() if side[:-1] not in vertical)
+    return max([0, *sides])
 
 
 def _check_written(program: str, writer: _Call, name: str, read: Any, reader: _Call) -> None:
     """A ``ProgramError`` unless ``writer`` surely wrote the cells of ``name`` that a later
-    call of the program reads (``read``: a domain, or neighbour tables)."""
+    call of the program reads (``read``: a domain, neighbour tables, or None: GT4Py cannot
+    tell)."""
     if name in writer.whole:
         return
-    if isinstance(read, int):  # unstructured: the entries read are the neighbours of others
+    if read is None or isinstance(read, tuple):  # (a tuple argument is followed no further)
+        short = None
+    elif isinstance(read, int):  # unstructured: the entries read are the neighbours of others
         if read == 0:
             return
         short = read if writer.domains is not None and writer.domains == reader.domains else None
@@ -409,8 +459,8 @@ def _check_written(program: str, writer: _Call, name: str, read: Any, reader: _C
     how = (
         f"{short} cell(s) (or neighbour tables) beyond what the earlier call wrote"
         if short is not None
-        else "where GT4Py cannot tell that the earlier call wrote it (domains that are no "
-        "literal offsets of each other, or neighbour tables)"
+        else "where GT4Py cannot tell that the earlier call wrote it (domains that differ by "
+        "more than literal offsets, neighbour tables, dynamic offsets, tuples)"
     )
     raise ProgramError(
         f"gh.halo on {program}: a call writes {name} and a later call reads it {how}: no "
@@ -423,6 +473,7 @@ def _check_written(program: str, writer: _Call, name: str, read: Any, reader: _C
 def _calls(program: Any) -> list[_Call]:
     """The program's calls in order (``_Call``); none where GT4Py cannot lower it without
     arguments."""
+    import gt4py.next as gtx
     from gt4py.next import common
     from gt4py.next.iterator.ir_utils import common_pattern_matcher as cpm
     from gt4py.next.iterator.ir_utils import domain_utils
@@ -434,6 +485,20 @@ def _calls(program: Any) -> list[_Call]:
         return []
     gtir = inline_fundefs.prune_unreferenced_fundefs(inline_fundefs.InlineFundefs().visit(gtir))
     gtir = inline_lambdas.InlineLambdas.apply(gtir, opcount_preserving=True)
+    try:
+        known = program._all_closure_vars.items()
+    except Exception:  # noqa: BLE001 - (no GT4Py program of ours: its offsets unknown)
+        known = None
+    offsets = {
+        n: o.source
+        for n, o in known or ()
+        if isinstance(o, gtx.FieldOffset) and tuple(o.target) == (o.source,)
+    }
+    tables = (
+        None
+        if known is None
+        else frozenset(n for n, o in known if isinstance(o, gtx.FieldOffset) and len(o.target) == 2)
+    )
 
     def flat(expr: Any) -> list[Any]:  # the elements of a tuple of outputs, or of domains
         if cpm.is_call_to(expr, "make_tuple"):
@@ -445,20 +510,28 @@ def _calls(program: Any) -> list[_Call]:
             return tuple(shape(part) for part in expr.args)
         return None
 
+    def written(target: Any) -> str | None:  # an argument, or an element of a tuple one
+        if cpm.is_call_to(target, "tuple_get"):
+            return written(target.args[1])
+        return str(target.id) if hasattr(target, "id") else None
+
     calls: list[_Call] = []
     for statement in gtir.body:
         domain = getattr(statement, "domain", None)
         if domain is None:
             continue
-        writes = tuple(str(t.id) if hasattr(t, "id") else None for t in flat(statement.target))
+        writes = tuple(written(t) for t in flat(statement.target))
         try:
             domains = tuple(domain_utils.SymbolicDomain.from_expr(d) for d in flat(domain))
         except Exception:  # noqa: BLE001 - a domain GT4Py cannot read: nothing told
-            calls.append(_Call(writes, frozenset(), None, None, statement.expr, False))
+            call = _Call(writes, frozenset(), None, None, statement.expr, False, offsets, tables)
+            calls.append(call)
             continue
         whole = frozenset(t for t, d in zip(writes, domains) if t is not None and _whole(t, d))
         cartesian = domains[0].grid_type == common.GridType.CARTESIAN
-        calls.append(_Call(writes, whole, domains, shape(domain), statement.expr, cartesian))
+        calls.append(
+            _Call(writes, whole, domains, shape(domain), statement.expr, cartesian, offsets, tables)
+        )
     return calls
 
 
@@ -479,14 +552,19 @@ def _whole(name: str, domain: Any) -> bool:
     return True
 
 
-def _neighbour_hops(expr: Any, hops: int) -> dict[str, int]:
+def _neighbour_hops(expr: Any, hops: int, tables: frozenset[str] | None) -> dict[str, int]:
     """Per argument (symbol) that ``expr`` reads, the most neighbour tables (unstructured
-    shifts) between it and ``expr``'s value, ``hops`` already on the way."""
+    shifts through the offsets named ``tables``; all named offsets where None) between it
+    and ``expr``'s value, ``hops`` already on the way."""
     from gt4py.next.iterator import ir as itir
     from gt4py.next.iterator.ir_utils import common_pattern_matcher as cpm
     from gt4py.next.iterator.transforms import trace_shifts
 
     found: dict[str, int] = {}
+
+    def is_table(offset: Any) -> bool:
+        name = getattr(offset, "value", None)
+        return isinstance(name, str) and (tables is None or name in tables)
 
     def visit(node: Any, hops: int) -> None:
         if isinstance(node, itir.SymRef):
@@ -494,11 +572,8 @@ def _neighbour_hops(expr: Any, hops: int) -> dict[str, int]:
         elif isinstance(node, itir.FunCall) and cpm.is_applied_as_fieldop(node):
             shifts = trace_shifts.trace_stencil(node.fun.args[0], num_args=len(node.args))
             for argument, sequences in zip(node.args, shifts):
-                tables = max(
-                    (sum(isinstance(getattr(o, "value", None), str) for o in s) for s in sequences),
-                    default=0,
-                )
-                visit(argument, hops + tables)
+                through = max((sum(map(is_table, s)) for s in sequences), default=0)
+                visit(argument, hops + through)
         elif isinstance(node, itir.FunCall):
             for argument in node.args:
                 visit(argument, hops)
@@ -545,27 +620,28 @@ def _reach(base: Any, domain: Any) -> Reach | None:
 
 
 def _offset(base: Any, expr: Any) -> int | None:
-    """``expr - base`` where both are one term plus or minus literal integers (``x``,
-    ``x + 1``, ``(x + 1) + -1``); None where their terms differ."""
-    term, k = _linear(expr)
-    base_term, base_k = _linear(base)
-    return k - base_k if term == base_term else None
+    """``expr - base`` where it is a literal integer (sums and products of the same terms
+    cancel: ``2 * n - 1`` against ``n * 2``); None where it is not."""
+    import sympy
+
+    difference = sympy.expand(_sympy(expr) - _sympy(base))
+    return int(difference) if difference.is_Integer else None
 
 
-def _linear(expr: Any) -> tuple[Any, int]:
-    """``expr`` as a term and a literal integer added to it (the term None: a literal)."""
+def _sympy(expr: Any) -> Any:
+    """``expr`` (a GT4Py index expression) for sympy: sums, differences and products of
+    literal integers and terms (any other expression: a symbol named by its text)."""
+    import sympy
+
+    operations = {"plus": sympy.Add, "minus": lambda a, b: a - b, "multiplies": sympy.Mul}
+    fun = getattr(getattr(expr, "fun", None), "id", None)
+    args = getattr(expr, "args", ())
+    if fun in operations and len(args) == 2:
+        return operations[fun](_sympy(args[0]), _sympy(args[1]))
     value = getattr(expr, "value", None)
     if value is not None and not hasattr(expr, "kind"):  # (an axis literal has a kind)
         try:
-            return None, int(value)
+            return sympy.Integer(int(value))
         except (TypeError, ValueError):
-            return expr, 0
-    fun = getattr(getattr(expr, "fun", None), "id", None)
-    args = getattr(expr, "args", ())
-    if fun in ("plus", "minus") and len(args) == 2:
-        (left, a), (right, b) = _linear(args[0]), _linear(args[1])
-        if right is None:
-            return left, a + b if fun == "plus" else a - b
-        if left is None and fun == "plus":
-            return right, a + b
-    return expr, 0
+            pass
+    return sympy.Symbol(str(expr))

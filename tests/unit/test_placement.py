@@ -9,6 +9,7 @@ import re
 import gt4py.next as gtx
 import numpy as np
 import pytest
+from gt4py.next.ffront.experimental import as_offset
 from mpi4py import MPI
 from test_gt4py_translations import example
 
@@ -279,6 +280,14 @@ def _writes_a_tuple(u: F, a: F, b: F, i0: gtx.int32, i1: gtx.int32):
 
 
 @gtx.program
+def _writes_a_tuple_argument_then_reads_it(
+    u: F, uv: tuple[F, F], c: F, i0: gtx.int32, i1: gtx.int32
+):
+    _two(u, out=uv, domain={I: (i0, i1), J: (i0, i1)})
+    _sum_of_shifted(uv, out=c, domain={I: (i0, i1), J: (i0, i1)})  # reads uv beyond it
+
+
+@gtx.program
 def _writes_a_slice(u: F, a: F):
     cross(u, u, out=a[1:-1, 2:])
 
@@ -297,6 +306,10 @@ def test_tuple_arguments_and_outputs() -> None:
     with pytest.raises(gh.ProgramError, match="_writes_a_slice: it reads u 1 cell.*declared 0"):
         gh.halo()(_writes_a_slice)
     assert gh.halo(u=1)(_writes_a_slice).writes == {"a"}
+    # a tuple argument written as a whole (``out=uv``), then read (taken for no write: its
+    # halo exchanged before the program, then read as if computed there)
+    with pytest.raises(gh.ProgramError, match="writes uv and a later call reads it"):
+        gh.halo(u=1, uv=1)(_writes_a_tuple_argument_then_reads_it)
 
 
 @gtx.field_operator
@@ -364,6 +377,65 @@ def _whole_temporary_written_again(u: F, t: F, v: F, w: F, i0: gtx.int32, i1: gt
 def _temporary_of_a_slice(u: F, t: F, v: F):
     _copy(u, out=t[:, 1:])
     _south(t, out=v[:, 1:])  # reads t[:, 0], never written
+
+
+Ioff = gtx.FieldOffset("Ioff", source=I, target=(I,))
+K = gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
+FK = gtx.Field[gtx.Dims[I, J, K], gtx.float64]
+
+
+@gtx.field_operator
+def _east_by_name(u: F) -> F:
+    return u(Ioff[1])
+
+
+@gtx.program
+def _named_offset(u: F, v: F, i0: gtx.int32, i1: gtx.int32):
+    _east_by_name(u, out=v, domain={I: (i0, i1), J: (i0, i1)})
+
+
+@gtx.program
+def _reordered_bounds(u: F, v: F, i0: gtx.int32, n: gtx.int32):
+    _east_by_name(u, out=v, domain={I: (i0, 2 * n - 1), J: (i0, n)})  # GT4Py reads n * 2
+
+
+@gtx.field_operator
+def _up(x: FK) -> FK:
+    return x(K + 1) - x
+
+
+@gtx.program
+def _vertical(x: FK, y: FK, i0: gtx.int32, i1: gtx.int32, k0: gtx.int32, k1: gtx.int32):
+    _up(x, out=y, domain={I: (i0, i1), J: (i0, i1), K: (k0, k1)})
+
+
+@gtx.field_operator
+def _east_by(u: F, o: gtx.Field[gtx.Dims[I, J], gtx.int32]) -> F:
+    return u(as_offset(Ioff, o))
+
+
+@gtx.program
+def _temporary_at_a_dynamic_offset(
+    u: F, t: F, v: F, o: gtx.Field[gtx.Dims[I, J], gtx.int32], i0: gtx.int32, i1: gtx.int32
+):
+    _copy(u, out=t, domain={I: (i0, i1), J: (i0, i1)})
+    _east_by(t, o, out=v, domain={I: (i0, i1), J: (i0, i1)})
+
+
+def test_widths_through_named_vertical_and_dynamic_offsets() -> None:
+    """A named cartesian offset (``u(Ioff[1])``) is read as its dim (GT4Py's inference failed
+    on it: taken for no read), bounds GT4Py writes in another order (``2 * n`` and
+    ``n * 2``) are compared (taken for no read), an offset along a vertical dim reads no
+    halo (not decomposed: it asked for an exchange, or a halo the decomposition has not),
+    and a temporary read at a dynamic offset is refused (taken for no read; a review's
+    finds)."""
+    with pytest.raises(gh.ProgramError, match="_named_offset: it reads u 1 cell.*declared 0"):
+        gh.halo()(_named_offset)
+    with pytest.raises(gh.ProgramError, match="_reordered_bounds: it reads u 1 cell"):
+        gh.halo()(_reordered_bounds)
+    assert gh.halo()(_vertical).widths == {}
+    with pytest.raises(gh.ProgramError, match="writes t and a later call reads it where GT4Py"):
+        gh.halo(u=1, t=1)(_temporary_at_a_dynamic_offset)
 
 
 def test_temporaries_of_a_program() -> None:
