@@ -459,8 +459,12 @@ class StepWaits:
     ):
         """``counter``: the ``gt4py_halo_mpi_waits`` of ``library`` (the loaded step, held:
         the thread may call it while the step is dropped); ``kinds``: its exchanges' plans
-        (their names)."""
-        self._counter, self._library, self._step = counter, library, step
+        (their names). The thread calls it holding the GIL (ctypes would release it), so that
+        no Python, which unloads libraries at the interpreter's exit, runs meanwhile: a
+        daemon thread inside the call would be left in unmapped code."""
+        address = ctypes.cast(counter, ctypes.c_void_p).value
+        self._counter = ctypes.PYFUNCTYPE(ctypes.c_ulong)(address)
+        self._library, self._step = library, step
         self._rank, self._kinds = rank, kinds
         LONG_WAITS.watch(self)
 
