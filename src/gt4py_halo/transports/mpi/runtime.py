@@ -12,6 +12,7 @@ allocated once, like the device buffers.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import sys
@@ -408,6 +409,7 @@ class LongWaits:
     def __init__(self) -> None:
         self._sets: list[weakref.ref] = []
         self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def watch(self, messages: MessageSet | StepWaits) -> None:
         self._sets.append(weakref.ref(messages, self._sets.remove))
@@ -416,13 +418,22 @@ class LongWaits:
                 target=self._run, name="gt4py_halo: long waits", daemon=True
             )
             self._thread.start()
+            # ended at the interpreter's exit, before its finalization: a daemon thread
+            # running Python there crashed the process (CPython 3.12.1, at address 0x60)
+            atexit.register(self._end)
 
     def _run(self) -> None:
         seen: dict[weakref.ref, tuple[int, float, float]] = {}
         while True:
             period = min(1.0, build_once.REPORT_AFTER_S / 2)
-            time.sleep(period)
+            if self._stop.wait(period):
+                return
             seen = self._look(seen, period)
+
+    def _end(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
     def _look(self, seen: dict[weakref.ref, tuple[int, float, float]], period: float) -> dict:
         """Report the waits that lasted; per object waiting now (by its weak reference: an
