@@ -1184,7 +1184,7 @@ def _check_kinds(names: list[str], values: list[Any]) -> None:
                 "pass a number for a value the step reads, an array of one element for one "
                 "it writes"
             )
-        if _is_array(value) and value.ndim:
+        if _is_array(value):
             strides = element_strides(value)
             if max(*value.shape, *map(abs, strides)) > _LARGEST:
                 raise FieldError(
@@ -1296,7 +1296,8 @@ def _layouts_of(ranks: list[Described]) -> list[tuple[tuple, tuple] | None]:
     makes strides 1 there that are not on others, uneven blocks make shapes equal on some
     ranks only: taking what holds on every rank makes one build for all. An axis of extent 0
     or 1 is addressed at index 0 alone, whatever its stride (NumPy gives a column-major array
-    of one row the strides of a row-major one): it takes the constant 1 on its rank.
+    of one row the strides of a row-major one): it takes the constant 1 on its rank where
+    another rank has stride 1 there (``_constant_unit_stride``).
     """
     groups: dict[tuple, int] = {}
     layouts = []
