@@ -671,6 +671,49 @@ def test_buffers_swapped_between_calls_fill_exact_halos(comm, order) -> None:
         assert_exact_halos(d, pair, [spec] * 2)
 
 
+@pytest.mark.parametrize("in_place", [None, 8], ids=["packed", "in-place"])
+@pytest.mark.parametrize("order", ["C", "gt4py"])
+def test_ranks_out_of_step_inside_a_step_raise(comm, order, in_place) -> None:
+    """A loop around an exchange whose trips differ between ranks, in kept calls (straight to
+    the binary: nothing collective before them): after a first call in step, rank 0 makes two
+    trips in a call and one in the next, the others one and then two. Rank 0's second
+    exchange pairs with its neighbours' exchange of their next call: messages of the same
+    size (wrong halos, silently, before the stamps). Rank 0 raises after its first call out
+    of step, its neighbours after their second; back in step, exact halos. Runs sent in
+    place (their stamp a message of its own) and packed; uneven blocks, GT4Py's default
+    fields."""
+    if comm.size == 1:
+        pytest.skip("ranks out of step need two")
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d)
+
+    @gh.program(comm=comm, in_place_min_bytes=in_place)
+    def step(a, trips):
+        for _ in range(trips[0]):
+            ex.exchange(a)
+
+    spec = ((3,), np.float64, order)
+    [field] = local_fields(d, [spec])
+    trips = np.ones(1, dtype=np.int32)
+    step(field, trips)  # kept: the calls below go straight to the binary
+    neighbour = any(x.rank == 0 for x in d.plan().directions)
+    first = comm.rank == 0
+    for call, raises in ((2, first), (3, neighbour and not first)):
+        trips[0] = (2 if first else 1) if call == 2 else (1 if first else 2)
+        if raises:
+            with pytest.raises(gh.RanksDisagreeError, match="out of step") as error:
+                step(field, trips)
+            sent = call + 1 if first else call - 1  # (the call of the sender)
+            assert f"sent in its call {sent} of step " in str(error.value)
+            assert f"ran in its call {call} of step " in str(error.value)
+        else:
+            step(field, trips)
+    (field.ndarray if order == "gt4py" else field)[...] = filled_local(d, *spec[:2])
+    trips[0] = 1
+    step(field, trips)
+    assert_exact_halos(d, [field], [spec])
+
+
 @pytest.mark.parametrize("order", ["C", "gt4py"])
 def test_ranks_out_of_step_between_kept_calls_raise(comm, order) -> None:
     """Two kept calls with fields of other levels, and the first rank one call out of step

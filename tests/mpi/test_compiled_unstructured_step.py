@@ -152,3 +152,56 @@ def test_column_major_fields_of_one_entry_or_none(comm, backend) -> None:
         a = np.asfortranarray(np.where(mine, expected, -1.0))
         run(a)
         np.testing.assert_array_equal(a, expected)
+
+
+@pytest.mark.parametrize("order", ["C", "gt4py"])
+def test_ranks_out_of_step_inside_a_step_raise(comm, order) -> None:
+    """The unstructured MPI expansion's stamps (a message of their own per neighbour): a loop
+    around an exchange whose trips differ between ranks, in kept calls. After a first call
+    in step, rank 0 makes two trips in a call and one in the next, the others one and then
+    two: rank 0 raises after its first call out of step, every other rank (each a neighbour
+    of every other) after its second; back in step, exact halos. Ranks own uneven numbers of
+    cells; NumPy's and GT4Py's fields."""
+    import gt4py.next as gtx
+
+    import gt4py_halo as gh
+
+    if comm.size == 1:
+        pytest.skip("ranks out of step need two")
+    start = [r * (r + 1) // 2 for r in range(comm.size)]  # rank r owns r + 1 cells
+    owned = list(range(start[comm.rank], start[comm.rank] + comm.rank + 1))
+    halo = [start[r] for r in range(comm.size) if r != comm.rank]
+    d = gh.UnstructuredDecomposition({"cell": (owned, halo)}, comm=comm)
+    ex = gh.make_exchange(d, backend="mpi")
+
+    @gh.program(comm=comm)
+    def step(a, trips):
+        for _ in range(trips[0]):
+            ex.exchange(a)
+
+    gids = d.local_gids("cell")
+    expected = gids[:, None] * 10.0 + np.arange(3)
+    mine = np.isin(np.arange(len(gids)), d.owned_lids["cell"])[:, None]
+    initial = np.where(mine, expected, -1.0)
+    if order == "gt4py":
+        field = gtx.as_field([gtx.Dimension("Cell"), gtx.Dimension("K")], initial)
+        values = field.ndarray
+    else:
+        field = values = initial.copy()
+    trips = np.ones(1, dtype=np.int32)
+    step(field, trips)  # kept: the calls below go straight to the binary
+    first = comm.rank == 0
+    for call, raises in ((2, first), (3, not first)):
+        trips[0] = (2 if first else 1) if call == 2 else (1 if first else 2)
+        if raises:
+            with pytest.raises(gh.RanksDisagreeError, match="out of step") as error:
+                step(field, trips)
+            sent = call + 1 if first else call - 1  # (the call of the sender)
+            assert f"sent in its call {sent} of step " in str(error.value)
+            assert f"ran in its call {call} of step " in str(error.value)
+        else:
+            step(field, trips)
+    values[...] = initial
+    trips[0] = 1
+    step(field, trips)
+    np.testing.assert_array_equal(np.asarray(values), expected)

@@ -103,7 +103,14 @@ def place_attached_segments(sdfg: dace.SDFG, lowered: Lowered) -> None:
         sends, recvs = (list(arenas(node, fields, sending)) for sending in (True, False))
         spec = node.spec
         label = place_segments(
-            graph, graph.start_block, spec.uid, sends, recvs, inputs["_order"], spec.directions
+            graph,
+            graph.start_block,
+            spec.uid,
+            sends,
+            recvs,
+            inputs["_order"],
+            inputs["_peers"],
+            spec.directions,
         )
         lowered.host_tasklet(label)
 
@@ -163,7 +170,7 @@ class ArenaLowering:
         last = self.sdfg.add_state("begin", is_start_block=True)
         if own[True] or own[False]:
             placing = place_segments(
-                self.sdfg, last, self.uid, own[True], own[False], "_order", offsets
+                self.sdfg, last, self.uid, own[True], own[False], "_order", "_peers", offsets
             )
             self.lowered.host_tasklet(placing)
         if packs(node.spec.phase):

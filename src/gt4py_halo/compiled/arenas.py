@@ -9,7 +9,10 @@ index the arena with ``Segment.flat_index``.
 Where each segment lies in its arena is decided at run time (``place_segments``), from the
 plan's ``order`` (``side_by_side``: directions that lead to one rank side by side, for this
 rank's process grid): so the code generated for a step is the same on every process grid,
-one build serves them all, and each neighbour's message is still one contiguous block.
+one build serves them all, and each neighbour's message is still one contiguous block. After
+the segments exchanged with one neighbour rank lies room for a *stamp* (``STAMP_BYTES``), which
+the MPI transport sends with them: which call of which step sent the message, so that ranks
+out of step are told apart from ranks in step (``transports/mpi/include/gt4py_halo_mpi.hpp``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from dace.symbolic import symstr
 
 from gt4py_halo.compiled.graph import HostCode, add_host_tasklet
 from gt4py_halo.decomposition.cartesian import direction_box
+
+#: The room after the segments a neighbour rank exchanges with this one, in bytes: a
+#: transport's stamp of the messages (the MPI transport's, ``transports/mpi/expansion.py``).
+STAMP_BYTES = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +71,17 @@ class Arena:
     fields: tuple[int, ...]
     dtype: Any
     segments: list[Segment]
-    length: Any
+    length: Any  # in elements: the segments', and a stamp's room per direction
+
+    @property
+    def stamp_elements(self) -> int:
+        """The elements of the room for one stamp (``STAMP_BYTES``)."""
+        return stamp_elements(self.dtype)
+
+
+def stamp_elements(dtype: Any) -> int:
+    """Elements of ``dtype`` that hold ``STAMP_BYTES`` bytes."""
+    return -(-STAMP_BYTES // dtype.bytes)
 
 
 def field_groups(fields: list[Any]) -> list[tuple[int, ...]]:
@@ -114,7 +131,8 @@ def _layout(
             segment = Segment(k, toward, bounds, [b - a for a, b in bounds] + levels, at)
             segments.append(segment)
             length = length + len(group) * segment.size
-        if segments:
+        if segments:  # room for a stamp after each neighbour's segments: at most one each
+            length = length + len(offsets) * stamp_elements(desc.dtype)
             found.append(Arena(name, g, group, desc.dtype, segments, length))
     return tuple(found)
 
@@ -131,13 +149,14 @@ def place_segments(
     sends: list[Arena],
     recvs: list[Arena],
     order: str,
+    peers: str,
     directions: tuple[tuple[int, ...], ...],
 ) -> str:
     """Set the offset symbols (``offset_symbol``) of the segments of arenas ``sends`` and
     ``recvs`` in ``graph``, on entry to its block ``before``, from a persistent table that a
     host tasklet fills at an instance's first call (an instance's shapes, hence its segment
-    sizes, are fixed); return that tasklet's label. It reads plan array ``order`` (data of
-    ``graph``).
+    sizes, are fixed); return that tasklet's label. It reads plan arrays ``order`` and
+    ``peers`` (data of ``graph``).
 
     A send arena holds its segments in the order of plan array ``order`` (``side_by_side``,
     from the process grid), a receive arena by the direction its sender sent them towards
@@ -145,8 +164,10 @@ def place_segments(
     order on both sides, side by side: one contiguous message per neighbour rank and group
     (of a few blocks only where a segment in the middle of them goes in place): MPI sends one
     contiguous message far faster than several messages or a datatype over blocks with gaps
-    (docs/benchmarks.md). Being run-time values, the offsets leave the generated code the
-    same on every process grid.
+    (docs/benchmarks.md). Each run of segments exchanged with one other rank is followed by
+    the room of a stamp (``STAMP_BYTES``): the end of a neighbour's last segment is its
+    stamp's place, so that the stamp extends that contiguous message. Being run-time values,
+    the offsets leave the generated code the same on every process grid.
     """
     count = len(directions)
     opposite = opposites(directions)
@@ -166,7 +187,7 @@ def place_segments(
             f"const int opposite[] = {{{', '.join(str(opposite[k]) for k in range(count))}}};"
         )
     for a, (arena, sending) in enumerate(placed):
-        sizes = ["0"] * count
+        sizes = ["-1"] * count  # -1: the arena has no segment of that direction
         for s in arena.segments:
             sizes[s.direction] = f"(long)({symstr(len(arena.fields) * s.size, cpp_mode=True)})"
             assignments[offset_symbol(arena.name, s.direction)] = (
@@ -177,8 +198,12 @@ def place_segments(
             "{",
             f"    const long size[] = {{{', '.join(sizes)}}};",
             "    long at = 0;",
+            "    int run = -1;  // the rank of the run of segments placed last",
             f"    for (int p = 0; p < {count}; ++p) {{",
             f"        const int k = {pick};",
+            "        if (size[k] < 0) continue;",
+            f"        if (run >= 0 && peers[k] != run) at += {arena.stamp_elements};",
+            "        run = peers[k];",
             f"        placed[{a * count} + k] = at;",
             "        at += size[k];",
             "    }",
@@ -195,7 +220,7 @@ def place_segments(
         f"if (!__state->{uid}_placed_ready) {{\n    {body}\n    __state->{uid}_placed_ready = 1;\n}}",
         (f"int {uid}_placed_ready = 0;",),
     )
-    add_host_tasklet(state, graph, label, {"order": order}, {"placed": table}, host)
+    add_host_tasklet(state, graph, label, {"order": order, "peers": peers}, {"placed": table}, host)
     return label
 
 

@@ -26,6 +26,7 @@ from mpi4py import MPI
 from gt4py_halo.compiled.nodes import SELF, CompiledExchange, HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.compiled.phases import TOKEN
 from gt4py_halo.compiled.split_phase import ExchangeToken
+from gt4py_halo.compiled.stamps import STAMP
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition, side_by_side
 from gt4py_halo.decomposition.collective import private_communicator
 from gt4py_halo.decomposition.plan import ExchangePlan
@@ -89,14 +90,15 @@ class CompiledExchangeData:
         self.node_type = HaloExchange if cartesian else UnstructuredHaloExchange
         self.implementation = compiled_implementation(transport, self.node_type, auto)
         reads = self.node_type.implementations[self.implementation].PLAN_ARRAYS
-        # the communicator lives as long as its handle, which steps built with it keep
-        handle = np.zeros(1, dtype=np.int32)
+        # the communicator lives as long as its handle, which steps built with it keep; after
+        # the handle, the stamp of the running call (``stamps.py``)
+        handle = np.zeros(STAMP + 1, dtype=np.int64)
         self.comm = private_communicator(handle, decomposition.comm)
         handle[0] = self.comm.py2f()
         serial = _agreed_serial(self.comm)
         # a step renames it (canonical_names): no clash with the names it renames to
         self.prefix = f"{CLOSURE_PREFIX}p{serial}_"
-        self.arrays: dict[str, np.ndarray] = {f"{self.prefix}comm": handle}
+        self.arrays: dict[str, np.ndarray] = {handle_name(self.prefix): handle}
         #: the plans exchanged, by name
         self.plans: dict[str, ExchangePlan] = {}
         for dim in getattr(decomposition, "dims", (None,)):
@@ -257,7 +259,7 @@ def exchange_sdfg(
         token = sdfg.add_datadesc("__return", ExchangeToken())
         state.add_edge(node, TOKEN, state.add_write(token), None, _whole(token, sdfg.arrays[token]))
     connectors = {f"_{what}": data.name(plan, what) for what in spec.plan_arrays}
-    connectors["_comm"] = f"{data.prefix}comm"
+    connectors["_comm"] = handle_name(data.prefix)
     for connector, name in connectors.items():
         sdfg.add_datadesc(name, data.descriptor(name))
         state.add_edge(state.add_read(name), None, node, connector, _whole(name, sdfg.arrays[name]))
@@ -265,10 +267,16 @@ def exchange_sdfg(
     return sdfg
 
 
+def handle_name(prefix: str) -> str:
+    """The program argument that carries the communicator's handle of the exchange data of
+    closure prefix ``prefix``, and the stamp of the running call (``stamps.STAMP``)."""
+    return f"{prefix}comm"
+
+
 def tag_count(field_count: int, directions: tuple) -> int:
-    """The MPI tags an exchange uses: one per field group, and cartesian one per field and
-    direction (``in_place.py``)."""
-    return field_count * (1 + len(directions))
+    """The MPI tags an exchange uses: one per field group, cartesian one per field and
+    direction (``in_place.py``), unstructured one for the stamps."""
+    return field_count * (1 + len(directions)) + 1
 
 
 def process_prefix(name: str) -> str | None:

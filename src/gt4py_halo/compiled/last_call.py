@@ -26,6 +26,7 @@ from dace.dtypes import array_interface_ptr
 from dace.hooks import _COMPILED_SDFG_CALL_HOOKS as _CALL_HOOKS  # registered in place
 
 from gt4py_halo import _native, profiling
+from gt4py_halo.compiled.stamps import described
 from gt4py_halo.compiled.timers import drain
 from gt4py_halo.errors import RanksDisagreeError
 
@@ -179,14 +180,24 @@ class Conversion:
 
     def check_messages(self, step: str) -> None:
         """After a call of ``step``: ``RanksDisagreeError`` if its MPI exchanges received a
-        message of another size than expected (``transports/mpi/include/gt4py_halo_mpi.hpp``):
-        the ranks passed fields of other levels or dtypes to one of its exchanges, so its
-        halos are not valid. Raised on the ranks that received such a message."""
+        message unlike expected (``transports/mpi/include/gt4py_halo_mpi.hpp``): of another
+        size (the ranks passed fields of other levels or dtypes to one of its exchanges), or
+        of another call (ranks out of step, ``stamps.py``), so its halos are not valid.
+        Raised on the ranks that received such a message."""
         take = self.entry_point("gt4py_halo_mpi_unexpected", ctypes.c_long)
-        note = (ctypes.c_long * 4)()
+        note = (ctypes.c_long * 5)()
         if take is None or not take(note):
             return
-        count, source, got, expected = note
+        count, source, got, expected, stamped = note
+        if stamped:
+            raise RanksDisagreeError(
+                f"step {step!r} received {count} message(s) of another call, the first from "
+                f"rank {source}, sent in its {described(got)} to an exchange this rank ran in "
+                f"its {described(expected)}: the ranks are out of step (a branch or a loop "
+                "around an exchange that differs between ranks, a rank calling the step more "
+                "often than the others, or steps called in other orders). The halos of this "
+                "call are not valid"
+            )
         if source < 0:
             what = f"MPI_Waitall failed (error {got})"
         else:

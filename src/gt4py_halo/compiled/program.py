@@ -56,6 +56,7 @@ from gt4py_halo.compiled.convertible import (
     PLANS,
     CompiledExchangeData,
     canonical_names,
+    handle_name,
     process_prefix,
     renamed,
 )
@@ -88,6 +89,7 @@ from gt4py_halo.compiled.shared_functions import (
     share_exchange_functions,
 )
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
+from gt4py_halo.compiled.stamps import STAMP, stamp, step_number
 from gt4py_halo.compiled.threads import run_sequentially
 from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
@@ -143,6 +145,9 @@ class Program:
             )
         _check_parameters(function)
         functools.update_wrapper(self, function)
+        self._number = step_number(self.__qualname__)  # its stamps' (``stamps.py``)
+        self._calls = 0
+        self._handles: list[np.ndarray] = []  # of its exchange data: each call's stamp there
         self._options = (comm, device, copy_maps, pack_in_producers, in_place_min_bytes, exchange)
         self._attribute: str | None = None  # the name it has in a class body
         self._exchange = exchange
@@ -227,6 +232,10 @@ class Program:
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        self._calls += 1  # counted on every rank alike, whatever the call does
+        value = stamp(self._number, self._calls)
+        for handle in self._handles:
+            handle[STAMP] = value
         if kwargs or len(args) != len(self._dace_program.argnames):
             try:
                 args = self._positional(args, kwargs)
@@ -409,6 +418,11 @@ class Program:
             for value in list(fixed.values()):
                 fixed.update(_closure_symbols(value))
             fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
+            for prefix in binary.prefixes.values():  # the stamp of this call, and the next
+                handle = fixed[handle_name(prefix)]
+                handle[STAMP] = stamp(self._number, self._calls)
+                if all(handle is not known for known in self._handles):
+                    self._handles.append(handle)
             names, layouts = self._dace_program.argnames, self._layouts[chosen]
             conversion = Conversion(compiled, fixed, names, layouts)
             counter = conversion.entry_point("gt4py_halo_mpi_waits", ctypes.c_ulong)

@@ -35,7 +35,7 @@ import dace
 from dace.symbolic import symstr
 
 from gt4py_halo.compiled.arena_lowering import ArenaLowering, ExpandThroughArenas
-from gt4py_halo.compiled.arenas import Arena
+from gt4py_halo.compiled.arenas import STAMP_BYTES, Arena
 from gt4py_halo.compiled.graph import HostCode
 from gt4py_halo.compiled.host_staging import (
     WAIT_FOR_STREAM,
@@ -72,6 +72,7 @@ class _MpiLowering(ArenaLowering):
             init += self._requests(arena, kind)
         init.append(f"__state->{uid}_count = n;")
         run = self._post_in_place()
+        run.append(stamp_sends(f"__state->{uid}"))
         if self.gpu:  # the packed messages to the host; MPI may only read them after this
             run += [line for a in self.sends for line in self._stage(a, to_host=True)]
             run.append(f"if (__state->{uid}_count > 0) {WAIT_FOR_STREAM}")
@@ -101,6 +102,8 @@ if (!__state->{uid}_ready) {{
             f"MPI_Request {uid}_requests[{count}];",
             f"MPI_Status {uid}_statuses[{count}];",
             f"long {uid}_expected[{count}];",
+            f"char* {uid}_stamps[{count}];",  # where each message's stamp lies
+            f"long long {uid}_stamp = 0;",  # this rank's, of the call that started it
             f"int {uid}_count = 0;",
             f"int {uid}_ready = 0;",
         ]
@@ -152,21 +155,29 @@ if (!__state->{uid}_ready) {{
             "        bool first = p >= 0;  // the first direction leading to rank p",
             "        for (int j = 0; j < k; ++j) first = first && peers[j] != p;",
             "        if (!first) continue;",
-            f"        int c = 0, lengths[{len(segments)}];",
-            f"        MPI_Aint displacements[{len(segments)}];",
+            f"        int c = 0, lengths[{len(segments) + 1}];",
+            f"        MPI_Aint displacements[{len(segments) + 1}];",
+            "        long stamp = 0;  // after rank p's last segment (place_segments)",
             f"        for (int q = 0; q < {len(segments)}; ++q) {{",
             "            const int s = placed[q];",
-            "            if (peers[dirs[s]] != p || in_place[s]) continue;",
+            "            if (peers[dirs[s]] != p) continue;",
+            "            stamp = at[s] + bytes[s];",
+            "            if (in_place[s]) continue;",
             "            if (c > 0 && displacements[c - 1] + lengths[c - 1] == at[s]) {",
             "                lengths[c - 1] += bytes[s];  // side by side: one block",
             "            } else {",
             "                displacements[c] = at[s]; lengths[c++] = bytes[s];",
             "            }",
             "        }",
-            "        if (c == 0) continue;  // all in place",
+            "        if (c > 0 && displacements[c - 1] + lengths[c - 1] == stamp) {",
+            f"            lengths[c - 1] += {STAMP_BYTES};",
+            "        } else {  // (a message of the stamp alone where every segment goes in place)",
+            f"            displacements[c] = stamp; lengths[c++] = {STAMP_BYTES};",
+            "        }",
             "        long total = 0;",
             "        for (int b = 0; b < c; ++b) total += lengths[b];",
             f"        __state->{self.uid}_expected[n] = {expected};",
+            f"        __state->{self.uid}_stamps[n] = base + stamp;",
             "        if (c == 1) {",
             (
                 f"            MPI_{kind}_init(base + displacements[0], lengths[0], MPI_BYTE, p, {tag},"
@@ -189,14 +200,10 @@ if (!__state->{uid}_ready) {{
     def wait_code(self) -> HostCode:
         uid = self.uid
         state = f"__state->{uid}"
-        code = [
-            checked_wait(
-                f"{state}_count", f"{state}_requests", f"{state}_statuses", f"{state}_expected"
-            )
-        ]
-        if self.in_place:
+        code = [checked_wait(*(f"{state}_{name}" for name in REQUESTS))]
+        if self.in_place:  # (their stamps go with the arena's messages to the same ranks)
             places = ("posted", "in_place", "in_place_statuses", "in_place_expected")
-            code.append(checked_wait(*(f"{state}_{name}" for name in places)))
+            code.append(checked_wait(*(f"{state}_{name}" for name in places), "nullptr", "0"))
         if self.gpu:  # received messages to the device, on the stream: no host wait
             code += [line for a in self.recvs for line in self._stage(a, to_host=False)]
         return HostCode("\n".join(code))
@@ -282,7 +289,26 @@ class ExpandHaloExchangeMPI(ExpandThroughArenas):
     LOWERING = _MpiLowering
 
 
-def checked_wait(count: str, requests: str, statuses: str, expected: str) -> str:
-    """C++ waiting for the ``count`` ``requests``, then checking the sizes of what the
-    receives among them got against ``expected`` (``gt4py_halo_mpi::wait_checked``)."""
-    return f"gt4py_halo_mpi::wait_checked({count}, {requests}, {statuses}, {expected});"
+def stamp_sends(state: str) -> str:
+    """C++ writing the stamp of the running call (``comm_handle[1]``, set by the step at each
+    call: ``compiled/program.py``) into the messages the exchange sends: its state members
+    ``<state>_...`` of ``REQUESTS``."""
+    return f"""{state}_stamp = comm_handle[1];
+for (int n = 0; n < {state}_count; ++n)
+    if ({state}_expected[n] < 0) memcpy({state}_stamps[n], &{state}_stamp, {STAMP_BYTES});"""
+
+
+#: The state members of an exchange's persistent requests that ``checked_wait`` reads.
+REQUESTS = ("count", "requests", "statuses", "expected", "stamps", "stamp")
+
+
+def checked_wait(
+    count: str, requests: str, statuses: str, expected: str, stamps: str, stamp: str
+) -> str:
+    """C++ waiting for the ``count`` ``requests``, then checking what the receives among
+    them got against what they expect (``gt4py_halo_mpi::wait_checked``): its size
+    (``expected``) and, where ``stamps`` gives its place, its stamp (``stamp``)."""
+    return (
+        f"gt4py_halo_mpi::wait_checked({count}, {requests}, {statuses}, {expected}, "
+        f"{stamps}, {stamp});"
+    )

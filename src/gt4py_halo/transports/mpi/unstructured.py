@@ -2,9 +2,9 @@
 
 Gathers and scatters are the transport-neutral lowering (``compiled/gather_lowering.py``);
 MPI supplies the start tasklet (on the first call, persistent requests in a loop over the
-neighbour ranks, one per neighbour and field each way, kept in the program's state struct;
-then ``MPI_Startall``) and the wait tasklet (``MPI_Waitall``, then the sizes received checked
-as in the cartesian expansion).
+neighbour ranks, one per neighbour and field each way and one for the stamp of the running
+call, kept in the program's state struct; then ``MPI_Startall``) and the wait tasklet
+(``MPI_Waitall``, then the sizes and stamps received checked as in the cartesian expansion).
 
 For GPU fields MPI works on pinned host mirrors of the device buffers, staged as in the
 cartesian expansion (``host_staging.py``): one host wait per exchange, before sending.
@@ -18,12 +18,13 @@ import dace
 from dace.symbolic import symstr
 
 from gt4py_halo.compiled import host_staging as staging
+from gt4py_halo.compiled.arenas import STAMP_BYTES
 from gt4py_halo.compiled.gather_lowering import ExpandThroughGathers, Messages
 from gt4py_halo.compiled.graph import HostCode
 from gt4py_halo.compiled.nodes import UnstructuredHaloExchange
 from gt4py_halo.compiled.shared_functions import TAG_BASE, exchange_constant
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
-from gt4py_halo.transports.mpi.expansion import checked_wait
+from gt4py_halo.transports.mpi.expansion import REQUESTS, checked_wait
 
 
 def _start_code(
@@ -35,10 +36,12 @@ def _start_code(
     names = [name for name, *_ in recvs + sends]
     lines = [
         "MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_handle[0]);",
-        f"__state->{uid}_count = 2 * {fields} * ({count});",
+        f"__state->{uid}_count = 2 * ({fields} + 1) * ({count});",
         f"__state->{uid}_requests = new MPI_Request[__state->{uid}_count + 1];",
         f"__state->{uid}_statuses = new MPI_Status[__state->{uid}_count + 1];",
         f"__state->{uid}_expected = new long[__state->{uid}_count + 1];",
+        f"__state->{uid}_stamps = new char*[__state->{uid}_count + 1]();",
+        f"__state->{uid}_received = new long long[({count}) + 1];",
         "int n = 0;",
     ]
     if gpu:
@@ -54,6 +57,21 @@ def _start_code(
             f"    MPI_{kind}_init({wire} + {ptr}[p] * ({cells}), {size}, MPI_BYTE, neighbours[p], "
             f"{TAG_BASE} + {i}, comm, &__state->{uid}_requests[n++]);"
         )
+    # the stamps: a message of their own per neighbour each way (the fields' messages are
+    # parts of buffers filled back to back)
+    stamps = (
+        (f"&__state->{uid}_received[p]", STAMP_BYTES, "Recv"),
+        (f"&__state->{uid}_stamp", -1, "Send"),
+    )
+    for buffer, expected, kind in stamps:
+        lines += [
+            f"    __state->{uid}_expected[n] = {expected};",
+            f"    __state->{uid}_stamps[n] = (char*){buffer};",
+            (
+                f"    MPI_{kind}_init({buffer}, {STAMP_BYTES}, MPI_BYTE, neighbours[p], "
+                f"{TAG_BASE} + {fields}, comm, &__state->{uid}_requests[n++]);"
+            ),
+        ]
     lines.append("}")
     init = "\n    ".join(lines)
     copy_to_host = ""
@@ -68,6 +86,7 @@ if (!__state->{uid}_ready) {{
     __state->{uid}_ready = 1;
 }}
 {copy_to_host}
+__state->{uid}_stamp = comm_handle[1];
 MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
 """
     )
@@ -79,13 +98,18 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
             for (int n = 0; n < __state->{uid}_count; ++n) MPI_Request_free(&__state->{uid}_requests[n]);
         delete[] __state->{uid}_requests;
         delete[] __state->{uid}_statuses;
-        delete[] __state->{uid}_expected;{staging.free_mirrors(names) if gpu else ""}
+        delete[] __state->{uid}_expected;
+        delete[] __state->{uid}_stamps;
+        delete[] __state->{uid}_received;{staging.free_mirrors(names) if gpu else ""}
     }}
 }}"""
     state_fields = (
         f"MPI_Request* {uid}_requests = nullptr;",
         f"MPI_Status* {uid}_statuses = nullptr;",
         f"long* {uid}_expected = nullptr;",
+        f"char** {uid}_stamps = nullptr;",  # per request: its stamp's place (receives)
+        f"long long* {uid}_received = nullptr;",  # the stamps received, per neighbour
+        f"long long {uid}_stamp = 0;",  # this rank's, of the call that started it
         f"int {uid}_count = 0;",
         f"int {uid}_ready = 0;",
         *(staging.mirror_fields(names) if gpu else []),
@@ -96,8 +120,7 @@ MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
 def _wait_code(sdfg: dace.SDFG, node: Any, recvs: Messages, gpu: bool) -> HostCode:
     uid = node.spec.uid
     state = f"__state->{uid}"
-    waits = (f"{state}_{name}" for name in ("count", "requests", "statuses", "expected"))
-    code = [checked_wait(*waits)]
+    code = [checked_wait(*(f"{state}_{name}" for name in REQUESTS))]
     if gpu:  # received messages to the device, on the stream: no host wait
         code += [_stage(sdfg, name, to_host=False) for name, *_ in recvs]
     return HostCode("\n".join(code))
