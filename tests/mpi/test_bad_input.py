@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 import weakref
+from contextlib import nullcontext
 from pathlib import Path
 
 import gt4py.next as gtx
@@ -931,9 +932,10 @@ def test_wait_for_a_rank_is_reported(comm, monkeypatch, capfd, backend):
 def test_a_compiled_step_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd):
     """A compiled step whose exchange is skipped on one rank (a branch on data that differs
     between ranks) leaves the others waiting inside its C++: a thread says so on stderr,
-    naming the step (here rank 0 makes the exchange later, with the next call, and the
-    exchange completes: exact halos, NumPy's fields and GT4Py's default ones, uneven
-    blocks)."""
+    naming the step. Here rank 0 makes the exchange later, with its next call: the messages
+    of two calls meet, and each rank that received one raises (the stamps,
+    ``compiled/stamps.py``); back in step, exact halos (NumPy's fields and GT4Py's default
+    ones, uneven blocks)."""
     if comm.size == 1:
         pytest.skip("needs at least two ranks")
     d = gh.CartesianDecomposition((45, 38), halo=1, periodic=True, comm=comm)
@@ -955,19 +957,28 @@ def test_a_compiled_step_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd
         branching(u, g, flag)  # skips the exchange the others make
         time.sleep(2.0)
         flag[0] = 1
-    branching(u, g, flag)
-    np.testing.assert_array_equal(u, expected_local(d, (), np.float64))
-    np.testing.assert_array_equal(g.asnumpy(), expected_local(d, (), np.int32))
+    neighbour = comm.rank == 0 or any(x.rank == 0 for x in d.plan().directions)
+    with pytest.raises(gh.RanksDisagreeError, match="out of step") if neighbour else nullcontext():
+        branching(u, g, flag)
     time.sleep(1.1)  # (the thread looks once per period)
     err = capfd.readouterr().err
     if comm.rank == 0:
         assert "has waited" not in err
-    else:
+    elif neighbour:
         assert re.search(
             r"rank \d+ has waited \d+ s for the messages of an exchange of compiled step "
             r"'branching' \(cartesian \(each rank must run its exchanges alike",
             err,
         ), err
+    if comm.rank != 0:
+        flag[0] = 0
+        branching(u, g, flag)  # the call rank 0 made without the exchange: in step again
+        flag[0] = 1
+    u[...] = filled_local(d, (), np.float64)
+    g.ndarray[...] = filled_local(d, (), np.int32)
+    branching(u, g, flag)
+    np.testing.assert_array_equal(u, expected_local(d, (), np.float64))
+    np.testing.assert_array_equal(g.asnumpy(), expected_local(d, (), np.int32))
 
 
 def test_ghex_check_of_new_fields_waiting_for_a_rank_is_reported(comm, monkeypatch, capfd):

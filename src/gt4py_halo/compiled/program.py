@@ -146,7 +146,7 @@ class Program:
         _check_parameters(function)
         functools.update_wrapper(self, function)
         self._number = step_number(self.__qualname__)  # its stamps' (``stamps.py``)
-        self._calls = 0
+        self._calls = 0  # that ran
         self._handles: list[np.ndarray] = []  # of its exchange data: each call's stamp there
         self._options = (comm, device, copy_maps, pack_in_producers, in_place_min_bytes, exchange)
         self._attribute: str | None = None  # the name it has in a class body
@@ -232,8 +232,7 @@ class Program:
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        self._calls += 1  # counted on every rank alike, whatever the call does
-        value = stamp(self._number, self._calls)
+        value = stamp(self._number, self._calls + 1)  # of this call, should it run
         for handle in self._handles:
             handle[STAMP] = value
         if kwargs or len(args) != len(self._dace_program.argnames):
@@ -251,15 +250,26 @@ class Program:
                     self._call(args)
                     return
                 self._keep_placement_valid(args, [_plain(a) for a in args])
-            if calls and calls[0].again(args):
+            if calls and self._again(calls[0], args):
                 return
             for n in range(1, len(calls)):
-                if calls[n].again(args):
+                if self._again(calls[n], args):
                     calls.insert(0, calls.pop(n))  # the most recently run first
                     return
         except _native.Rebound as rebound:  # this rank alone may see it: no collective
             raise self._rebound(rebound.args[0]) from None
         self._call(args)
+
+    def _again(self, call: LastCall, args: tuple) -> bool:
+        """``call.again(args)``, the call counted where it ran: the stamps count the calls
+        that ran (a call every rank refused sent nothing, on any rank)."""
+        try:
+            ran = call.again(args)
+        except RanksDisagreeError:  # it ran, and received messages unlike expected
+            self._calls += 1
+            raise
+        self._calls += ran
+        return ran
 
     def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """A call's arguments in the order of the step's parameters, defaults filled in;
@@ -284,6 +294,7 @@ class Program:
             self._keep_placement_valid(args, values)
         prepared = conversion(values)
         conversion.compiled.fast_call(*prepared)
+        self._calls += 1
         conversion.check_messages(self.__name__)
         staying = self._last_calls[: SLOTS - 1]
         slot = min(set(range(SLOTS)) - {call.slot for call in staying})
@@ -420,7 +431,7 @@ class Program:
             fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
             for prefix in binary.prefixes.values():  # the stamp of this call, and the next
                 handle = fixed[handle_name(prefix)]
-                handle[STAMP] = stamp(self._number, self._calls)
+                handle[STAMP] = stamp(self._number, self._calls + 1)
                 if all(handle is not known for known in self._handles):
                     self._handles.append(handle)
             names, layouts = self._dace_program.argnames, self._layouts[chosen]

@@ -4,15 +4,16 @@ MPI pairs an exchange's messages between two ranks in the order they were posted
 call posted them. Ranks out of step (a branch or a loop around an exchange that differs between
 ranks, a rank that calls a step more often than the others, steps called in other orders)
 pair one call's messages with another's: of the same size, they filled halos with wrong
-values, silently. So each step counts its calls, and its MPI exchanges send with every message
+values, silently. So each step counts its calls that ran (not those every rank refused before
+anything was sent), and its MPI exchanges send with every message
 the stamp of the call that sent it (``transports/mpi/expansion.py``, ``unstructured.py``) and
 compare the stamps they receive with their own (``gt4py_halo_mpi::wait_checked``): a
 difference is a ``RanksDisagreeError`` after the call, on each rank that received one.
 
 A stamp is the step's number (of its qualified name, the same on every rank) in the high
-half, its count of calls in the low half. The step writes it into the handle array of each
-exchange data it uses (``convertible.CompiledExchangeData``, at ``STAMP``) before each call,
-so every build and instance of the step sends the same count. Steps of one qualified name
+half, its count of calls that ran in the low half. The step writes the stamp of a call into
+the handle array of each exchange data it uses (``convertible.CompiledExchangeData``, at
+``STAMP``) before it runs, so every build and instance of the step sends the same count. Steps of one qualified name
 (one method of several objects) share a number: their counts tell them apart.
 """
 

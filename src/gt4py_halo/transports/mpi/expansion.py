@@ -4,11 +4,13 @@ The arenas, pack, unpack and self-copy maps are the transport-neutral lowering
 (``compiled/arena_lowering.py``); MPI supplies the start and wait tasklets:
 
 - **start**: on its first run it creates the persistent requests, per group one each way per
-  neighbour rank (``_requests``); then ``MPI_Startall``;
-- **wait**: ``MPI_Waitall``, then the sizes of the messages received checked against those
-  expected (``include/gt4py_halo_mpi.hpp``: ranks that passed fields of other levels or
-  dtypes to the exchange, a rank out of step with the others, are an error where a message
-  of another size arrives, not wrong halos).
+  neighbour rank (``_requests``); then it writes the stamp of the running call
+  (``compiled/stamps.py``) after the segments of each message it sends, and
+  ``MPI_Startall``;
+- **wait**: ``MPI_Waitall``, then the size and stamp of each message received checked
+  against those expected (``include/gt4py_halo_mpi.hpp``: ranks that passed fields of other
+  levels or dtypes to the exchange, ranks out of step with each other, are an error where a
+  message of another size or call arrives, not wrong halos).
 
 On a CPU, a direction whose boxes are a few long contiguous runs of the fields sends each run
 as an MPI message of its own, posted by the start tasklet and waited for by the wait tasklet
@@ -59,8 +61,10 @@ class _MpiLowering(ArenaLowering):
 
         Per field group, one message per neighbour rank each way: the segments of the
         directions leading to it, in the order they lie in the arena (``place_segments``),
-        merged where side by side (a contiguous message), else described by an MPI datatype
-        of a few blocks. A direction leading to the rank itself
+        and the stamp's room after the last of them, merged where side by side (a contiguous
+        message), else described by an MPI datatype of a few blocks (where a segment goes in
+        place, ``_post_in_place``; where all do, the stamp alone). A direction leading to the
+        rank itself
         (``SELF``) is a copy in the unpack phase; none goes beyond an open boundary.
         """
         node, uid = self.node, self.uid
@@ -121,7 +125,8 @@ if (!__state->{uid}_ready) {{
 
     def _requests(self, arena: Arena, kind: str) -> list[str]:
         """C code creating ``arena``'s persistent requests, one per neighbour rank, for the
-        segments not sent in place, with the bytes each receive expects (-1: a send)."""
+        segments not sent in place and the stamp, with the bytes each receive expects (-1: a
+        send) and where each stamp lies."""
         segments = arena.segments
         side = self.sends if kind == "Send" else self.recvs
         size = arena.dtype.bytes
@@ -157,7 +162,7 @@ if (!__state->{uid}_ready) {{
             "        if (!first) continue;",
             f"        int c = 0, lengths[{len(segments) + 1}];",
             f"        MPI_Aint displacements[{len(segments) + 1}];",
-            "        long stamp = 0;  // after rank p's last segment (place_segments)",
+            "        long stamp = -1;  // after rank p's last segment (place_segments)",
             f"        for (int q = 0; q < {len(segments)}; ++q) {{",
             "            const int s = placed[q];",
             "            if (peers[dirs[s]] != p) continue;",
@@ -169,6 +174,7 @@ if (!__state->{uid}_ready) {{
             "                displacements[c] = at[s]; lengths[c++] = bytes[s];",
             "            }",
             "        }",
+            "        if (stamp < 0) continue;  // no segment to or from rank p in this arena",
             "        if (c > 0 && displacements[c - 1] + lengths[c - 1] == stamp) {",
             f"            lengths[c - 1] += {STAMP_BYTES};",
             "        } else {  // (a message of the stamp alone where every segment goes in place)",

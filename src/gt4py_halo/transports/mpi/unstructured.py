@@ -85,8 +85,8 @@ if (!__state->{uid}_ready) {{
     {init}
     __state->{uid}_ready = 1;
 }}
-{copy_to_host}
 __state->{uid}_stamp = comm_handle[1];
+{copy_to_host}
 MPI_Startall(__state->{uid}_count, __state->{uid}_requests);
 """
     )

@@ -1,7 +1,7 @@
 // The compiled MPI exchanges' check of what they received (transports/mpi/expansion.py,
 // unstructured.py): each receive expects a message of a size fixed by the fields of its
 // exchange, and (the receives with a stamp) the stamp of the call it runs in: the step and its
-// call count (compiled/program.py), which every sender writes into its messages. A message
+// call count (compiled/stamps.py), which every sender writes into its messages. A message
 // of another size (a truncated one included) means the ranks passed fields of other levels or
 // dtypes to the same exchange; one of another stamp, that the sender runs another call of the
 // step, or another step, than this rank (control flow that differs between ranks: a branch
@@ -43,11 +43,11 @@ static unsigned long& waits() {
 
 // MPI_Waitall on the count requests, then what the receives among them got checked:
 // requests whose expected[k] >= 0 are receives of that many bytes, whose stamp (where stamps
-// and stamps[k] are not null) lies at stamps[k], to be equal to stamp. A wait that fails for some requests
-// (a truncated message) may leave others active (MPI_ERR_PENDING): those are waited for one
-// by one, so that every request is inactive again, as the next start needs. Noted: got -1
-// for more than expected (truncated); source -1 where the wait failed as a whole (its error
-// code in got).
+// and stamps[k] are not null) lies at stamps[k], to be equal to stamp. A wait that fails
+// for some requests (a truncated message) may leave others active (MPI_ERR_PENDING): those
+// are waited for one by one, so that every request is inactive again, as the next start
+// needs. Noted: got -1 for more than expected (truncated); source -1 where the wait failed
+// as a whole (its error code in got).
 static void wait_checked(int count, MPI_Request* requests, MPI_Status* statuses,
                          const long* expected, char* const* stamps, long long stamp) {
     __atomic_fetch_add(&waits(), 1, __ATOMIC_RELAXED);
