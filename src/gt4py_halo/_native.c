@@ -29,7 +29,7 @@
    (NumPy) is its address, read-only flag, item size, element format, shape and strides; of
    others (device arrays, GT4Py fields) their shape.
 
-   3. Again(args, buffers, address, bindings): a compiled step's last call (gt4py_halo/
+   3. Again(args, buffers, address, bindings, clock): a compiled step's last call (gt4py_halo/
    compiled/last_call.py), run again when the next call passes the same objects whose buffers
    (a GT4Py field's is its ndarray, NumPy's itself) have the same layouts: a model's steady
    state, where the Python checks of that cost more than a small exchange; MessagesUnexpected
@@ -40,7 +40,10 @@
    are, compared by type and value, a float's sign of zero included (and never a call with
    an argument of neither kind: holding it would keep it alive), and buffers weakly only (one that takes no weak reference is not held: its
    argument's own layout is checked). A GT4Py field keeps its buffer (a frozen dataclass): a
-   field of the held buffer's layout is the field checked then.
+   field of the held buffer's layout is the field checked then. Before the step runs it
+   writes the stamp of the call into the build's slots, and after counts the call (clock:
+   (owner, address of the step's count of calls, the step's number, slot addresses), from
+   gt4py_halo/compiled/stamps.py; owner keeps the memory alive).
 
    4. Persistent(...): the persistent MPI requests of a message set (gt4py_halo/transports/
    mpi/runtime.py), started and completed with the copies between them in one call per phase:
@@ -286,18 +289,25 @@ typedef struct {
     PyObject **layouts; /* per argument: its buffer's layout then, or NULL */
     int (*step)(void); /* nonzero: its MPI exchanges received messages unlike expected */
     PyObject *bindings; /* the names the step read at its build (see rebound) */
+    PyObject *clock;    /* what the addresses below lie in (kept alive) */
+    int64_t *calls;     /* the step's count of calls that ran */
+    int64_t number;     /* the step's number, in the high half of its stamps */
+    Py_ssize_t nslots;
+    int64_t **slots;    /* where the step's build reads the stamp of the running call */
 } Again;
 
 /* The bindings may hold the object whose step this is (a method's `self`, which holds the
    step): a cycle the garbage collector must see through. */
 static int again_traverse(Again *self, visitproc visit, void *arg) {
     Py_VISIT(self->bindings);
+    Py_VISIT(self->clock);
     for (Py_ssize_t i = 0; self->held != NULL && i < self->count; ++i) Py_VISIT(self->held[i]);
     return 0;
 }
 
 static int again_clear(Again *self) {
     Py_CLEAR(self->bindings);
+    Py_CLEAR(self->clock);
     return 0;
 }
 
@@ -310,6 +320,8 @@ static void again_dealloc(Again *self) {
     PyMem_Free(self->held);
     PyMem_Free(self->buffers);
     Py_XDECREF(self->bindings);
+    Py_XDECREF(self->clock);
+    PyMem_Free(self->slots);
     free_layouts(self->layouts, self->count);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -474,9 +486,11 @@ static PyObject *rebound(PyObject *module, PyObject *bindings) {
 }
 
 static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *arguments, *buffers, *address, *bindings;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyTuple_Type, &arguments, &PyTuple_Type, &buffers,
-                          &PyLong_Type, &address, &PyTuple_Type, &bindings))
+    PyObject *arguments, *buffers, *address, *bindings, *clock, *calls, *slots;
+    long long number;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!(OO!LO!)", &PyTuple_Type, &arguments, &PyTuple_Type,
+                          &buffers, &PyLong_Type, &address, &PyTuple_Type, &bindings, &clock,
+                          &PyLong_Type, &calls, &number, &PyTuple_Type, &slots))
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(arguments);
     if (PyTuple_GET_SIZE(buffers) != n) {
@@ -502,6 +516,27 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->count = n;
     self->step = (int (*)(void))step;
     self->bindings = Py_NewRef(bindings);
+    self->clock = Py_NewRef(clock);
+    self->number = number;
+    self->calls = (int64_t *)PyLong_AsVoidPtr(calls);
+    self->nslots = PyTuple_GET_SIZE(slots);
+    self->slots = PyMem_Calloc(self->nslots ? self->nslots : 1, sizeof(int64_t *));
+    if (self->slots == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < self->nslots; ++i) {
+        self->slots[i] = (int64_t *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(slots, i));
+        if (PyErr_Occurred()) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    if (self->calls == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no count of calls");
+        Py_DECREF(self);
+        return NULL;
+    }
     PyObject **checked = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)); /* borrowed */
     if (checked == NULL) {
         Py_DECREF(self);
@@ -578,9 +613,14 @@ static PyObject *again_call(Again *self, PyObject *args, PyObject *kwargs) {
     if (found < 0) return NULL;
     if (found) {
         int unexpected;
+        /* the stamp of this call (gt4py_halo/compiled/stamps.py) where the build reads it */
+        const int64_t calls = *self->calls + 1;
+        const int64_t stamp = (int64_t)((uint64_t)self->number << 32 | ((uint64_t)calls & 0xFFFFFFFFu));
+        for (Py_ssize_t i = 0; i < self->nslots; ++i) *self->slots[i] = stamp;
         Py_BEGIN_ALLOW_THREADS /* as ctypes does: a step may run long (it waits for messages) */
         unexpected = self->step();
         Py_END_ALLOW_THREADS
+        *self->calls = calls;
         if (unexpected) {
             PyErr_SetNone(MessagesUnexpected);
             return NULL;
@@ -599,8 +639,9 @@ static PyTypeObject AgainType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Again",
     .tp_basicsize = sizeof(Again),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Again(args, buffers, address, bindings): called with the same args, calls the C "
-              "function at address (no arguments) and returns True; else returns False.",
+    .tp_doc = "Again(args, buffers, address, bindings, clock): called with the same args, "
+              "stamps and calls the C function at address (no arguments) and returns True; else "
+              "returns False.",
     .tp_new = again_new,
     .tp_traverse = (traverseproc)again_traverse,
     .tp_clear = (inquiry)again_clear,

@@ -26,7 +26,7 @@ from dace.dtypes import array_interface_ptr
 from dace.hooks import _COMPILED_SDFG_CALL_HOOKS as _CALL_HOOKS  # registered in place
 
 from gt4py_halo import _native, profiling
-from gt4py_halo.compiled.stamps import described
+from gt4py_halo.compiled.stamps import StepClock, described
 from gt4py_halo.compiled.timers import drain
 from gt4py_halo.errors import RanksDisagreeError
 
@@ -100,6 +100,7 @@ class Conversion:
         self.compiled, self._fixed, self._names, self._layouts = compiled, fixed, names, layouts
         self._symbols: dict[str, Any] = {}
         self.waits: Any = None  # what watches its MPI waits (``StepWaits``), if it has any
+        self.handles: tuple = ()  # where its exchanges read the stamp of the call (stamps.py)
         descriptors = compiled._typedict
         sources: dict[str, tuple] = {}  # where each of the step's C parameters comes from
         for position, (name, layout) in enumerate(zip(names, layouts)):
@@ -235,6 +236,7 @@ class LastCall:
 
     __slots__ = (
         "_again",
+        "_clock",
         "_conversion",
         "_prepared",
         "_quick",
@@ -256,21 +258,24 @@ class LastCall:
         timers: list,
         slot: int,
         bindings: tuple,
+        clock: StepClock,
     ) -> None:
         """``prepared``: the arguments ``conversion`` made of ``args`` for its compiled step
         (whose arrays are ``buffers``: a GT4Py field's is its ndarray), after a call with
         them (which initialized the library); ``bindings``: the names the step read at its
         build (``compiled/bindings.py``), checked before each call again (``_native.Rebound``
-        where one holds another object)."""
+        where one holds another object); ``clock``: the step's count of calls that ran, which
+        stamps each call again (``stamps.py``)."""
         compiled = conversion.compiled
         self.name, self.compiled, self.timers, self.slot = name, compiled, timers, slot
         self.profiled = rec is not None  # the build with timers, or the one without
-        self._prepared, self._conversion = prepared, conversion
+        self._prepared, self._conversion, self._clock = prepared, conversion, clock
         step = compiled._sdfg.name
         conversion.entry_point(f"__gh_keep_{step}")(slot, compiled._libhandle, *prepared[0])
         self._again = conversion.entry_point(f"__gh_again_{step}_{slot}")
         address = ctypes.cast(self._again, ctypes.c_void_p).value
-        self._quick = _native.Again(args, tuple(buffers), address, bindings)
+        stamping = clock.native(conversion.handles)
+        self._quick = _native.Again(args, tuple(buffers), address, bindings, stamping)
 
     def same(self, args: tuple) -> bool:
         """Whether ``again`` would run this call for ``args``."""
@@ -295,10 +300,12 @@ class LastCall:
         if (rec is not None) is not self.profiled or not self._quick.same(args):
             return False
         t = rec.now() if rec else 0.0
+        self._clock.stamp(self._conversion.handles)
         if hooks:
             self.compiled.fast_call(*self._prepared)
         else:
             self._again()
+        self._clock.ran()
         if rec:
             self.recorded(rec, t)
         self._conversion.check_messages(self.name)

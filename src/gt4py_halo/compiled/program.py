@@ -89,7 +89,7 @@ from gt4py_halo.compiled.shared_functions import (
     share_exchange_functions,
 )
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
-from gt4py_halo.compiled.stamps import STAMP, stamp, step_number
+from gt4py_halo.compiled.stamps import StepClock
 from gt4py_halo.compiled.threads import run_sequentially
 from gt4py_halo.compiled.timers import add_timers
 from gt4py_halo.decomposition.plan import ExchangePlan
@@ -145,9 +145,7 @@ class Program:
             )
         _check_parameters(function)
         functools.update_wrapper(self, function)
-        self._number = step_number(self.__qualname__)  # its stamps' (``stamps.py``)
-        self._calls = 0  # that ran
-        self._handles: list[np.ndarray] = []  # of its exchange data: each call's stamp there
+        self._clock = StepClock(self.__qualname__)  # its calls that ran (``stamps.py``)
         self._options = (comm, device, copy_maps, pack_in_producers, in_place_min_bytes, exchange)
         self._attribute: str | None = None  # the name it has in a class body
         self._exchange = exchange
@@ -232,9 +230,6 @@ class Program:
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        value = stamp(self._number, self._calls + 1)  # of this call, should it run
-        for handle in self._handles:
-            handle[STAMP] = value
         if kwargs or len(args) != len(self._dace_program.argnames):
             try:
                 args = self._positional(args, kwargs)
@@ -250,26 +245,15 @@ class Program:
                     self._call(args)
                     return
                 self._keep_placement_valid(args, [_plain(a) for a in args])
-            if calls and self._again(calls[0], args):
+            if calls and calls[0].again(args):
                 return
             for n in range(1, len(calls)):
-                if self._again(calls[n], args):
+                if calls[n].again(args):
                     calls.insert(0, calls.pop(n))  # the most recently run first
                     return
         except _native.Rebound as rebound:  # this rank alone may see it: no collective
             raise self._rebound(rebound.args[0]) from None
         self._call(args)
-
-    def _again(self, call: LastCall, args: tuple) -> bool:
-        """``call.again(args)``, the call counted where it ran: the stamps count the calls
-        that ran (a call every rank refused sent nothing, on any rank)."""
-        try:
-            ran = call.again(args)
-        except RanksDisagreeError:  # it ran, and received messages unlike expected
-            self._calls += 1
-            raise
-        self._calls += ran
-        return ran
 
     def _positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """A call's arguments in the order of the step's parameters, defaults filled in;
@@ -293,8 +277,9 @@ class Program:
         if self._placement is not None:  # (its arguments agreed on every rank: ``_build``)
             self._keep_placement_valid(args, values)
         prepared = conversion(values)
+        self._clock.stamp(conversion.handles)
         conversion.compiled.fast_call(*prepared)
-        self._calls += 1
+        self._clock.ran()
         conversion.check_messages(self.__name__)
         staying = self._last_calls[: SLOTS - 1]
         slot = min(set(range(SLOTS)) - {call.slot for call in staying})
@@ -308,6 +293,7 @@ class Program:
             binary.timers,
             slot,
             self._bindings,
+            self._clock,
         )
         self._last_calls = [last, *staying]
         if rec:
@@ -429,13 +415,10 @@ class Program:
             for value in list(fixed.values()):
                 fixed.update(_closure_symbols(value))
             fixed = {renamed(name, binary.prefixes): value for name, value in fixed.items()}
-            for prefix in binary.prefixes.values():  # the stamp of this call, and the next
-                handle = fixed[handle_name(prefix)]
-                handle[STAMP] = stamp(self._number, self._calls + 1)
-                if all(handle is not known for known in self._handles):
-                    self._handles.append(handle)
             names, layouts = self._dace_program.argnames, self._layouts[chosen]
             conversion = Conversion(compiled, fixed, names, layouts)
+            # where its exchanges read the stamp of the running call (``stamps.py``)
+            conversion.handles = tuple(fixed[handle_name(p)] for p in binary.prefixes.values())
             counter = conversion.entry_point("gt4py_halo_mpi_waits", ctypes.c_ulong)
             if counter is not None:  # its MPI waits watched while it lives
                 kinds = sorted({plan.name for _, plan, _ in binary.exchanged}) or ["mpi"]

@@ -11,15 +11,20 @@ compare the stamps they receive with their own (``gt4py_halo_mpi::wait_checked``
 difference is a ``RanksDisagreeError`` after the call, on each rank that received one.
 
 A stamp is the step's number (of its qualified name, the same on every rank) in the high
-half, its count of calls that ran in the low half. The step writes the stamp of a call into
-the handle array of each exchange data it uses (``convertible.CompiledExchangeData``, at
-``STAMP``) before it runs, so every build and instance of the step sends the same count. Steps of one qualified name
+half, its count of calls that ran in the low half (``StepClock``, one per step). Before a
+call runs, the stamp is written into the handle array of each exchange data its build uses
+(``convertible.CompiledExchangeData``, at ``STAMP``), so every build and instance of the step
+sends the same count; a kept call does that in C (``_native.Again``), costing nothing
+measurable (docs/benchmarks.md, "Stamps"). Steps of one qualified name
 (one method of several objects) share a number: their counts tell them apart.
 """
 
 from __future__ import annotations
 
 import zlib
+from typing import Any
+
+import numpy as np
 
 #: Where the stamp of the running call lies in the handle array of compiled exchanges (after
 #: the communicator's handle).
@@ -29,16 +34,28 @@ STAMP = 1
 _NAMES: dict[int, str] = {}
 
 
-def step_number(qualname: str) -> int:
-    """The number of the step of qualified name ``qualname``: its stamps' high half."""
-    number = zlib.crc32(qualname.encode()) & 0x7FFFFFFF
-    _NAMES.setdefault(number, qualname)
-    return number
+class StepClock:
+    """A step's count of calls that ran, shared by all its builds and instances."""
 
+    def __init__(self, qualname: str) -> None:
+        self.number = zlib.crc32(qualname.encode()) & 0x7FFFFFFF
+        _NAMES.setdefault(self.number, qualname)
+        self.calls = np.zeros(1, dtype=np.int64)
 
-def stamp(number: int, calls: int) -> int:
-    """The stamp of call ``calls`` of step ``number``."""
-    return number << 32 | calls & 0xFFFFFFFF
+    def stamp(self, handles: tuple[np.ndarray, ...]) -> None:
+        """Write the stamp of the next call into ``handles`` (those a build reads)."""
+        value = self.number << 32 | (int(self.calls[0]) + 1) & 0xFFFFFFFF
+        for handle in handles:
+            handle[STAMP] = value
+
+    def ran(self) -> None:
+        """Count the call stamped last: it ran."""
+        self.calls[0] += 1
+
+    def native(self, handles: tuple[np.ndarray, ...]) -> tuple[Any, int, int, tuple[int, ...]]:
+        """What ``_native.Again`` takes to do ``stamp`` and ``ran`` itself in C."""
+        slots = tuple(h.ctypes.data + STAMP * h.itemsize for h in handles)
+        return ((self, handles), self.calls.ctypes.data, self.number, slots)
 
 
 def described(value: int) -> str:
