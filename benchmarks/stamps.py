@@ -6,9 +6,9 @@ Three steps of one exchange each, called again and again with the same field (ke
 straight to the binary), on 2 ranks:
 
 - ``small``: 32x32x8, halo (1, 1, 0), one field, periodic: one packed contiguous message per
-  neighbour (its stamp in the arena after its segments);
+  neighbour (its stamp in the arena right before its segments);
 - ``cube``: 64^3, halo 1, one field, periodic: faces across the split axis are long
-  contiguous runs sent in place (the stamp a message of its own);
+  contiguous runs sent in place, the edges and corners packed (the stamp heads them);
 - ``cells``: an unstructured dim of 4096 cells per rank with 512 halo cells from the other
   rank, 8 levels (the stamp a message of its own per neighbour).
 

@@ -519,6 +519,11 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->clock = Py_NewRef(clock);
     self->number = number;
     self->calls = (int64_t *)PyLong_AsVoidPtr(calls);
+    if (self->calls == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no count of calls");
+        Py_DECREF(self);
+        return NULL;
+    }
     self->nslots = PyTuple_GET_SIZE(slots);
     self->slots = PyMem_Calloc(self->nslots ? self->nslots : 1, sizeof(int64_t *));
     if (self->slots == NULL) {
@@ -531,11 +536,6 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             Py_DECREF(self);
             return NULL;
         }
-    }
-    if (self->calls == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no count of calls");
-        Py_DECREF(self);
-        return NULL;
     }
     PyObject **checked = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)); /* borrowed */
     if (checked == NULL) {
@@ -613,7 +613,8 @@ static PyObject *again_call(Again *self, PyObject *args, PyObject *kwargs) {
     if (found < 0) return NULL;
     if (found) {
         int unexpected;
-        /* the stamp of this call (gt4py_halo/compiled/stamps.py) where the build reads it */
+        /* the stamp of this call where the build reads it (as StepClock.stamp writes it,
+           gt4py_halo/compiled/stamps.py) */
         const int64_t calls = *self->calls + 1;
         const int64_t stamp = (int64_t)((uint64_t)self->number << 32 | ((uint64_t)calls & 0xFFFFFFFFu));
         for (Py_ssize_t i = 0; i < self->nslots; ++i) *self->slots[i] = stamp;

@@ -9,10 +9,11 @@ index the arena with ``Segment.flat_index``.
 Where each segment lies in its arena is decided at run time (``place_segments``), from the
 plan's ``order`` (``side_by_side``: directions that lead to one rank side by side, for this
 rank's process grid): so the code generated for a step is the same on every process grid,
-one build serves them all, and each neighbour's message is still one contiguous block. After
-the segments exchanged with one neighbour rank lies room for a *stamp* (``STAMP_BYTES``), which
-the MPI transport sends with them: which call of which step sent the message, so that ranks
-out of step are told apart from ranks in step (``transports/mpi/include/gt4py_halo_mpi.hpp``).
+one build serves them all, and each neighbour's message is still one contiguous block.
+Before the segments exchanged with one neighbour rank lies room for a *stamp*
+(``stamps.STAMP_BYTES``), which the MPI transport sends with them: which call of which step sent the
+message, so that ranks out of step are told apart from ranks in step
+(``compiled/stamps.py``).
 """
 
 from __future__ import annotations
@@ -27,11 +28,8 @@ from dace import dtypes
 from dace.symbolic import symstr
 
 from gt4py_halo.compiled.graph import HostCode, add_host_tasklet
+from gt4py_halo.compiled.stamps import STAMP_BYTES
 from gt4py_halo.decomposition.cartesian import direction_box
-
-#: The room after the segments a neighbour rank exchanges with this one, in bytes: a
-#: transport's stamp of the messages (the MPI transport's, ``transports/mpi/expansion.py``).
-STAMP_BYTES = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,16 +69,11 @@ class Arena:
     fields: tuple[int, ...]
     dtype: Any
     segments: list[Segment]
-    length: Any  # in elements: the segments', and a stamp's room per direction
-
-    @property
-    def stamp_elements(self) -> int:
-        """The elements of the room for one stamp (``STAMP_BYTES``)."""
-        return stamp_elements(self.dtype)
+    length: Any  # in elements: the segments', and room for a stamp per direction
 
 
 def stamp_elements(dtype: Any) -> int:
-    """Elements of ``dtype`` that hold ``STAMP_BYTES`` bytes."""
+    """The elements of ``dtype`` of the room for one stamp (``STAMP_BYTES``) in an arena."""
     return -(-STAMP_BYTES // dtype.bytes)
 
 
@@ -164,10 +157,11 @@ def place_segments(
     order on both sides, side by side: one contiguous message per neighbour rank and group
     (of a few blocks only where a segment in the middle of them goes in place): MPI sends one
     contiguous message far faster than several messages or a datatype over blocks with gaps
-    (docs/benchmarks.md). Each run of segments exchanged with one other rank is followed by
-    the room of a stamp (``STAMP_BYTES``): the end of a neighbour's last segment is its
-    stamp's place, so that the stamp extends that contiguous message. Being run-time values,
-    the offsets leave the generated code the same on every process grid.
+    (docs/benchmarks.md). Each run of segments exchanged with one other rank follows the
+    room of a stamp (``stamp_elements``): the ``STAMP_BYTES`` right before a neighbour's
+    first segment are its stamp's place, so that the stamp heads that contiguous message
+    (and still does where its faces, last, go in place). Being run-time values, the offsets
+    leave the generated code the same on every process grid.
     """
     count = len(directions)
     opposite = opposites(directions)
@@ -202,7 +196,7 @@ def place_segments(
             f"    for (int p = 0; p < {count}; ++p) {{",
             f"        const int k = {pick};",
             "        if (size[k] < 0) continue;",
-            f"        if (run >= 0 && peers[k] != run) at += {arena.stamp_elements};",
+            f"        if (peers[k] >= 0 && peers[k] != run) at += {stamp_elements(arena.dtype)};",
             "        run = peers[k];",
             f"        placed[{a * count} + k] = at;",
             "        at += size[k];",

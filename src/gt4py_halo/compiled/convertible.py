@@ -274,8 +274,9 @@ def handle_name(prefix: str) -> str:
 
 
 def tag_count(field_count: int, directions: tuple) -> int:
-    """The MPI tags an exchange uses: one per field group, cartesian one per field and
-    direction (``in_place.py``), unstructured one for the stamps."""
+    """The MPI tags an exchange may use: one per field group, cartesian one per field and
+    direction (``in_place.py``), and one for the stamps (the unstructured MPI expansion's;
+    cartesian exchanges send theirs with the fields)."""
     return field_count * (1 + len(directions)) + 1
 
 
@@ -310,7 +311,7 @@ def canonical_names(sdfg: dace.SDFG) -> dict[str, str]:
         if not isinstance(node, HaloExchange | UnstructuredHaloExchange):
             continue
         comm = next(e.data.data for e in state.in_edges(node) if e.dst_conn == "_comm")
-        prefix = prefixes.setdefault(comm.removesuffix("comm"), f"{CLOSURE_PREFIX}{len(prefixes)}_")
+        prefix = prefixes.setdefault(process_prefix(comm), f"{CLOSURE_PREFIX}{len(prefixes)}_")
         spec = node.spec
         if spec.uid not in uids:
             first = next_tag.get(prefix, 0)

@@ -192,8 +192,9 @@ class Conversion:
         count, source, got, expected, stamped = note
         if stamped:
             raise RanksDisagreeError(
-                f"step {step!r} received {count} message(s) of another call, the first from "
-                f"rank {source}, sent in its {described(got)} to an exchange this rank ran in "
+                f"step {step!r} received {count} message(s) unlike expected, the first of "
+                f"another call: from rank {source}, sent in its {described(got)} to an "
+                f"exchange this rank ran in "
                 f"its {described(expected)}: the ranks are out of step (a branch or a loop "
                 "around an exchange that differs between ranks, a rank calling the step more "
                 "often than the others, or steps called in other orders). The halos of this "

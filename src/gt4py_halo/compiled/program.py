@@ -145,7 +145,7 @@ class Program:
             )
         _check_parameters(function)
         functools.update_wrapper(self, function)
-        self._clock = StepClock(self.__qualname__)  # its calls that ran (``stamps.py``)
+        self._clock = StepClock(self.__module__, self.__qualname__)  # (``stamps.py``)
         self._options = (comm, device, copy_maps, pack_in_producers, in_place_min_bytes, exchange)
         self._attribute: str | None = None  # the name it has in a class body
         self._exchange = exchange

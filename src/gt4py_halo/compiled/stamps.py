@@ -10,13 +10,15 @@ the stamp of the call that sent it (``transports/mpi/expansion.py``, ``unstructu
 compare the stamps they receive with their own (``gt4py_halo_mpi::wait_checked``): a
 difference is a ``RanksDisagreeError`` after the call, on each rank that received one.
 
-A stamp is the step's number (of its qualified name, the same on every rank) in the high
+A stamp is the step's number (of its module and qualified name, the same on every rank) in
+the high
 half, its count of calls that ran in the low half (``StepClock``, one per step). Before a
 call runs, the stamp is written into the handle array of each exchange data its build uses
 (``convertible.CompiledExchangeData``, at ``STAMP``), so every build and instance of the step
 sends the same count; a kept call does that in C (``_native.Again``), costing nothing
-measurable (docs/benchmarks.md, "Stamps"). Steps of one qualified name
-(one method of several objects) share a number: their counts tell them apart.
+measurable (docs/benchmarks.md, "Stamps"). Steps of one name (one method's, of several
+objects) share a number: ranks calling two of them in other orders are told apart where the
+steps' counts differ, not where they are equal.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import numpy as np
 #: Where the stamp of the running call lies in the handle array of compiled exchanges (after
 #: the communicator's handle).
 STAMP = 1
+#: A stamp's bytes in a message.
+STAMP_BYTES = 8
 
 #: Step numbers of this process -> the steps' names, to name them in errors.
 _NAMES: dict[int, str] = {}
@@ -37,13 +41,14 @@ _NAMES: dict[int, str] = {}
 class StepClock:
     """A step's count of calls that ran, shared by all its builds and instances."""
 
-    def __init__(self, qualname: str) -> None:
-        self.number = zlib.crc32(qualname.encode()) & 0x7FFFFFFF
+    def __init__(self, module: str, qualname: str) -> None:
+        self.number = zlib.crc32(f"{module}.{qualname}".encode()) & 0x7FFFFFFF
         _NAMES.setdefault(self.number, qualname)
         self.calls = np.zeros(1, dtype=np.int64)
 
     def stamp(self, handles: tuple[np.ndarray, ...]) -> None:
-        """Write the stamp of the next call into ``handles`` (those a build reads)."""
+        """Write the stamp of the next call into ``handles`` (those a build reads); as
+        ``_native.Again`` does for a kept call (``again_call``)."""
         value = self.number << 32 | (int(self.calls[0]) + 1) & 0xFFFFFFFF
         for handle in handles:
             handle[STAMP] = value

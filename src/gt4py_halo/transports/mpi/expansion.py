@@ -5,7 +5,7 @@ The arenas, pack, unpack and self-copy maps are the transport-neutral lowering
 
 - **start**: on its first run it creates the persistent requests, per group one each way per
   neighbour rank (``_requests``); then it writes the stamp of the running call
-  (``compiled/stamps.py``) after the segments of each message it sends, and
+  (``compiled/stamps.py``) before the segments of each message it sends, and
   ``MPI_Startall``;
 - **wait**: ``MPI_Waitall``, then the size and stamp of each message received checked
   against those expected (``include/gt4py_halo_mpi.hpp``: ranks that passed fields of other
@@ -37,7 +37,7 @@ import dace
 from dace.symbolic import symstr
 
 from gt4py_halo.compiled.arena_lowering import ArenaLowering, ExpandThroughArenas
-from gt4py_halo.compiled.arenas import STAMP_BYTES, Arena
+from gt4py_halo.compiled.arenas import Arena
 from gt4py_halo.compiled.graph import HostCode
 from gt4py_halo.compiled.host_staging import (
     WAIT_FOR_STREAM,
@@ -50,6 +50,7 @@ from gt4py_halo.compiled.host_staging import (
 from gt4py_halo.compiled.in_place import MAX_RUNS, posts
 from gt4py_halo.compiled.nodes import HaloExchange
 from gt4py_halo.compiled.shared_functions import TAG_BASE, exchange_constant
+from gt4py_halo.compiled.stamps import STAMP_BYTES
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
 
@@ -59,12 +60,12 @@ class _MpiLowering(ArenaLowering):
     def start_code(self) -> HostCode:
         """Create the requests on the first call, then start them.
 
-        Per field group, one message per neighbour rank each way: the segments of the
-        directions leading to it, in the order they lie in the arena (``place_segments``),
-        and the stamp's room after the last of them, merged where side by side (a contiguous
-        message), else described by an MPI datatype of a few blocks (where a segment goes in
-        place, ``_post_in_place``; where all do, the stamp alone). A direction leading to the
-        rank itself
+        Per field group, one message per neighbour rank each way: the stamp (in its room
+        before the first of them) and the segments of the directions leading to it, in the
+        order they lie in the arena (``place_segments``), merged where side by side (a
+        contiguous message), else described by an MPI datatype of a few blocks (where a
+        segment in the middle goes in place, ``_post_in_place``; where all do, the stamp
+        alone). A direction leading to the rank itself
         (``SELF``) is a copy in the unpack phase; none goes beyond an open boundary.
         """
         node, uid = self.node, self.uid
@@ -162,24 +163,22 @@ if (!__state->{uid}_ready) {{
             "        if (!first) continue;",
             f"        int c = 0, lengths[{len(segments) + 1}];",
             f"        MPI_Aint displacements[{len(segments) + 1}];",
-            "        long stamp = -1;  // after rank p's last segment (place_segments)",
+            "        long stamp = -1;  // before rank p's first segment (place_segments)",
             f"        for (int q = 0; q < {len(segments)}; ++q) {{",
             "            const int s = placed[q];",
             "            if (peers[dirs[s]] != p) continue;",
-            "            stamp = at[s] + bytes[s];",
+            "            if (stamp < 0) {",
+            f"                stamp = at[s] - {STAMP_BYTES};",
+            f"                displacements[c] = stamp; lengths[c++] = {STAMP_BYTES};",
+            "            }",
             "            if (in_place[s]) continue;",
-            "            if (c > 0 && displacements[c - 1] + lengths[c - 1] == at[s]) {",
+            "            if (displacements[c - 1] + lengths[c - 1] == at[s]) {",
             "                lengths[c - 1] += bytes[s];  // side by side: one block",
             "            } else {",
             "                displacements[c] = at[s]; lengths[c++] = bytes[s];",
             "            }",
             "        }",
             "        if (stamp < 0) continue;  // no segment to or from rank p in this arena",
-            "        if (c > 0 && displacements[c - 1] + lengths[c - 1] == stamp) {",
-            f"            lengths[c - 1] += {STAMP_BYTES};",
-            "        } else {  // (a message of the stamp alone where every segment goes in place)",
-            f"            displacements[c] = stamp; lengths[c++] = {STAMP_BYTES};",
-            "        }",
             "        long total = 0;",
             "        for (int b = 0; b < c; ++b) total += lengths[b];",
             f"        __state->{self.uid}_expected[n] = {expected};",
@@ -296,9 +295,9 @@ class ExpandHaloExchangeMPI(ExpandThroughArenas):
 
 
 def stamp_sends(state: str) -> str:
-    """C++ writing the stamp of the running call (``comm_handle[1]``, set by the step at each
-    call: ``compiled/program.py``) into the messages the exchange sends: its state members
-    ``<state>_...`` of ``REQUESTS``."""
+    """C++ writing the stamp of the running call (``comm_handle[1]``, written there before
+    each call: ``stamps.StepClock``, ``_native.Again``) into the messages the exchange sends:
+    its state members ``<state>_...`` of ``REQUESTS``."""
     return f"""{state}_stamp = comm_handle[1];
 for (int n = 0; n < {state}_count; ++n)
     if ({state}_expected[n] < 0) memcpy({state}_stamps[n], &{state}_stamp, {STAMP_BYTES});"""

@@ -18,11 +18,11 @@ import dace
 from dace.symbolic import symstr
 
 from gt4py_halo.compiled import host_staging as staging
-from gt4py_halo.compiled.arenas import STAMP_BYTES
 from gt4py_halo.compiled.gather_lowering import ExpandThroughGathers, Messages
 from gt4py_halo.compiled.graph import HostCode
 from gt4py_halo.compiled.nodes import UnstructuredHaloExchange
 from gt4py_halo.compiled.shared_functions import TAG_BASE, exchange_constant
+from gt4py_halo.compiled.stamps import STAMP_BYTES
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 from gt4py_halo.transports.mpi.expansion import REQUESTS, checked_wait
 
