@@ -28,7 +28,6 @@ from dace import dtypes
 from dace.symbolic import symstr
 
 from gt4py_halo.compiled.graph import HostCode, add_host_tasklet
-from gt4py_halo.compiled.stamps import STAMP_BYTES
 from gt4py_halo.decomposition.cartesian import direction_box
 
 
@@ -72,9 +71,15 @@ class Arena:
     length: Any  # in elements: the segments', and room for a stamp per direction
 
 
+#: The room for one stamp (``STAMP_BYTES``, its last bytes) in an arena: a cache line, so that
+#: the segments after it keep the alignment they have without it (8 bytes cost a 64^3 exchange
+#: with faces in place 15%: docs/benchmarks.md, "Stamps").
+STAMP_ROOM_BYTES = 64
+
+
 def stamp_elements(dtype: Any) -> int:
-    """The elements of ``dtype`` of the room for one stamp (``STAMP_BYTES``) in an arena."""
-    return -(-STAMP_BYTES // dtype.bytes)
+    """The elements of ``dtype`` of the room for one stamp in an arena (``STAMP_ROOM_BYTES``)."""
+    return -(-STAMP_ROOM_BYTES // dtype.bytes)
 
 
 def field_groups(fields: list[Any]) -> list[tuple[int, ...]]:
