@@ -16,9 +16,11 @@ half, its count of calls that ran in the low half (``StepClock``, one per step).
 call runs, the stamp is written into the handle array of each exchange data its build uses
 (``convertible.CompiledExchangeData``, at ``STAMP``), so every build and instance of the step
 sends the same count; a kept call does that in C (``_native.Again``), costing nothing
-measurable (docs/benchmarks.md, "Stamps"). Steps of one name (one method's, of several
-objects) share a number: ranks calling two of them in other orders are told apart where the
-steps' counts differ, not where they are equal.
+measurable (docs/benchmarks.md, "Stamps"). Steps of one name (a method's, of several
+objects; those one factory function makes) share a number: ranks calling two of them in
+other orders are told apart where the steps' counts differ, not where they are equal (a
+number per step made would differ between ranks that make or first touch them in other
+orders: false errors).
 """
 
 from __future__ import annotations
