@@ -37,6 +37,32 @@ def load_example(path: Path) -> ModuleType:
     return module
 
 
+def calls_out_of_step(step, field, neighbour: bool) -> None:
+    """Calls ``step(field, trips)``, a loop of ``trips[0]`` exchanges, out of step and back:
+    after a first call in step (kept: the others go straight to the binary), rank 0 makes two
+    trips in a call and one in the next, the others one and then two. Rank 0 raises
+    ``RanksDisagreeError`` after its first call out of step, naming its call and the
+    neighbour's next one; ranks that are its neighbours (``neighbour``) after their second.
+    Ends with a call in step."""
+    import numpy as np
+
+    import gt4py_halo as gh
+
+    trips = np.ones(1, dtype=np.int32)
+    step(field, trips)
+    first = MPI.COMM_WORLD.rank == 0
+    for call, raises in ((2, first), (3, neighbour and not first)):
+        trips[0] = (2 if first else 1) if call == 2 else (1 if first else 2)
+        if raises:
+            with pytest.raises(gh.RanksDisagreeError, match="out of step") as error:
+                step(field, trips)
+            sent = call + 1 if first else call - 1  # (the call of the sender)
+            assert f"sent in its call {sent} of step " in str(error.value)
+            assert f"ran in its call {call} of step " in str(error.value)
+        else:
+            step(field, trips)
+
+
 def at_most_ranks(n: int, why: str) -> pytest.MarkDecorator:
     """Run on 1 to ``n`` ranks only: what the test checks does not change beyond (``why``),
     and every rank more on the 2 cores here costs make test minutes."""

@@ -26,7 +26,7 @@ import dace
 import gt4py.next as gtx
 import numpy as np
 import pytest
-from conftest import at_most_ranks
+from conftest import at_most_ranks, calls_out_of_step
 from dace.sdfg.nodes import MapEntry, NestedSDFG
 from halo_reference import SENTINEL, expected_local, filled_local, gpu_or_skip
 from mpi4py import MPI
@@ -694,23 +694,9 @@ def test_ranks_out_of_step_inside_a_step_raise(comm, order, in_place) -> None:
 
     spec = ((3,), np.float64, order)
     [field] = local_fields(d, [spec])
-    trips = np.ones(1, dtype=np.int32)
-    step(field, trips)  # kept: the calls below go straight to the binary
-    neighbour = any(x.rank == 0 for x in d.plan().directions)
-    first = comm.rank == 0
-    for call, raises in ((2, first), (3, neighbour and not first)):
-        trips[0] = (2 if first else 1) if call == 2 else (1 if first else 2)
-        if raises:
-            with pytest.raises(gh.RanksDisagreeError, match="out of step") as error:
-                step(field, trips)
-            sent = call + 1 if first else call - 1  # (the call of the sender)
-            assert f"sent in its call {sent} of step " in str(error.value)
-            assert f"ran in its call {call} of step " in str(error.value)
-        else:
-            step(field, trips)
+    calls_out_of_step(step, field, any(x.rank == 0 for x in d.plan().directions))
     (field.ndarray if order == "gt4py" else field)[...] = filled_local(d, *spec[:2])
-    trips[0] = 1
-    step(field, trips)
+    step(field, np.ones(1, dtype=np.int32))
     assert_exact_halos(d, [field], [spec])
 
 

@@ -14,7 +14,7 @@ from types import ModuleType
 import dace
 import numpy as np
 import pytest
-from conftest import load_example
+from conftest import calls_out_of_step, load_example
 from mpi4py import MPI
 
 from gt4py_halo.compiled.nodes import EXCHANGE_NODES
@@ -188,20 +188,7 @@ def test_ranks_out_of_step_inside_a_step_raise(comm, order) -> None:
         values = field.ndarray
     else:
         field = values = initial.copy()
-    trips = np.ones(1, dtype=np.int32)
-    step(field, trips)  # kept: the calls below go straight to the binary
-    first = comm.rank == 0
-    for call, raises in ((2, first), (3, not first)):
-        trips[0] = (2 if first else 1) if call == 2 else (1 if first else 2)
-        if raises:
-            with pytest.raises(gh.RanksDisagreeError, match="out of step") as error:
-                step(field, trips)
-            sent = call + 1 if first else call - 1  # (the call of the sender)
-            assert f"sent in its call {sent} of step " in str(error.value)
-            assert f"ran in its call {call} of step " in str(error.value)
-        else:
-            step(field, trips)
+    calls_out_of_step(step, field, neighbour=True)  # (every rank a neighbour of every other)
     values[...] = initial
-    trips[0] = 1
-    step(field, trips)
+    step(field, np.ones(1, dtype=np.int32))
     np.testing.assert_array_equal(np.asarray(values), expected)

@@ -11,8 +11,8 @@ plan's ``order`` (``side_by_side``: directions that lead to one rank side by sid
 rank's process grid): so the code generated for a step is the same on every process grid,
 one build serves them all, and each neighbour's message is still one contiguous block.
 Before the segments exchanged with one neighbour rank lies room for a *stamp*
-(``stamps.STAMP_BYTES``), which the MPI transport sends with them: which call of which step sent the
-message, so that ranks out of step are told apart from ranks in step
+(``stamps.STAMP_BYTES``), which the MPI transport sends with them: which call of which step
+sent the message, so that ranks out of step are told apart from ranks in step
 (``compiled/stamps.py``).
 """
 
@@ -129,7 +129,7 @@ def _layout(
             segment = Segment(k, toward, bounds, [b - a for a, b in bounds] + levels, at)
             segments.append(segment)
             length = length + len(group) * segment.size
-        if segments:  # room for a stamp after each neighbour's segments: at most one each
+        if segments:  # room for a stamp before each run of a neighbour's segments: at most one each
             length = length + len(offsets) * stamp_elements(desc.dtype)
             found.append(Arena(name, g, group, desc.dtype, segments, length))
     return tuple(found)

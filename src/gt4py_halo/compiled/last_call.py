@@ -194,8 +194,8 @@ class Conversion:
             raise RanksDisagreeError(
                 f"step {step!r} received {count} message(s) unlike expected, the first of "
                 f"another call: from rank {source}, sent in its {described(got)} to an "
-                f"exchange this rank ran in "
-                f"its {described(expected)}: the ranks are out of step (a branch or a loop "
+                f"exchange this rank ran in its {described(expected)}: the ranks are out of "
+                "step (a branch or a loop "
                 "around an exchange that differs between ranks, a rank calling the step more "
                 "often than the others, or steps called in other orders). The halos of this "
                 "call are not valid"
