@@ -16,6 +16,12 @@ The limit of a case: every halo cell written once at the copy bandwidth of a cop
 rank's messages go to one neighbour rank here, and could all be in flight at once). No
 exchange can beat it; a ratio to it says how much is left to win.
 
+The MPI transfer of a case: what this machine's MPI takes to exchange the case's remote halo
+bytes (those a rank receives from the other rank: the halo layers across the cut, corners
+included) as one contiguous message each way (``benchmarks/limits.c``, interpolated between
+the sizes it measures). An exchange over MPI pays at least that on top of its copies; the
+ratio of the transfer to the limit is the part of "x the limit" that MPI alone takes.
+
     make bench COMB_SRC=path/to/Comb        (or: python benchmarks/bench.py --comb ... )
 """
 
@@ -50,6 +56,24 @@ def halo_bytes(case) -> int:
     local = (case.global_shape[0] // RANKS, *case.global_shape[1:])
     allocated = math.prod(n + 2 * h for n, h in zip(local, case.halo))
     return (allocated - math.prod(local)) * case.nfields * 8
+
+
+def remote_bytes(case) -> int:
+    """Bytes of halo one rank receives from the other rank: the layers across the cut."""
+    local = (case.global_shape[0] // RANKS, *case.global_shape[1:])
+    allocated = [n + 2 * h for n, h in zip(local, case.halo)]
+    return 2 * case.halo[0] * math.prod(allocated[1:]) * case.nfields * 8
+
+
+def transfer_seconds(case, limits: dict) -> float:
+    """The case's MPI transfer (module docstring), linear between the measured sizes."""
+    size = remote_bytes(case)
+    measured = sorted((int(n), t) for n, t in limits["mpi_exchange_s"].items())
+    below = max((m for m in measured if m[0] <= size), default=measured[0])
+    above = min((m for m in measured if m[0] >= size), default=measured[-1])
+    if above[0] == below[0]:
+        return below[1] * size / below[0]
+    return below[1] + (above[1] - below[1]) * (size - below[0]) / (above[0] - below[0])
 
 
 def limit_seconds(case, limits: dict) -> float:
@@ -100,17 +124,23 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
         "![ours against peers and the limit](benchmarks.png)",
         "",
         (
-            "Time per exchange (x the limit); last columns: our compiled exchange against the "
-            "case's best peer, and the best of ours against the limit."
+            "Time per exchange (x the limit); `MPI transfer`: this machine's MPI moving the "
+            "case's remote halo bytes alone, one contiguous message each way (x the limit); "
+            "last columns: our compiled exchange against the case's best peer, and the best of "
+            "ours against the limit."
         ),
         "",
-        "| case | limit | " + " | ".join((*OURS, *PEERS)) + " | compiled-mpi / best peer "
-        "| best ours / limit |",
-        "|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
+        "| case | limit | MPI transfer | "
+        + " | ".join((*OURS, *PEERS))
+        + " | compiled-mpi / best peer | best ours / limit |",
+        "|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
     ]
     for name, times in exchange.items():
         limit = limit_seconds(CASES[name], limits)
-        cells = [f"{fmt(times[i])} ({times[i] / limit:.1f}x)" for i in (*OURS, *PEERS)]
+        transfer = transfer_seconds(CASES[name], limits)
+        cells = [
+            f"{fmt(t)} ({t / limit:.1f}x)" for t in (transfer, *(times[i] for i in (*OURS, *PEERS)))
+        ]
         best_peer = min(times[p] for p in PEERS)
         best_ours = min(times[i] for i in OURS)
         lines.append(
@@ -167,6 +197,9 @@ def plot(limits: dict, exchange: dict, devito: dict, path: Path) -> None:
         limit = 1e6 * limit_seconds(CASES[name], limits)
         left.hlines(limit, i - 0.45, i + 0.45, colors="black", linewidth=2,
                     label="limit" if i == 0 else None)  # fmt: skip
+        transfer = 1e6 * transfer_seconds(CASES[name], limits)
+        left.hlines(transfer, i - 0.45, i + 0.45, colors="black", linestyles="dashed",
+                    label="MPI transfer" if i == 0 else None)  # fmt: skip
     left.set_yscale("log")
     left.set_ylabel("time per exchange (us), 2 ranks")
     left.set_xticks(range(len(exchange)), [CASES[n].label.replace(", ", "\n", 1)
