@@ -22,6 +22,12 @@ included) as one contiguous message each way (``benchmarks/limits.c``, interpola
 the sizes it measures). An exchange over MPI pays at least that on top of its copies; the
 ratio of the transfer to the limit is the part of "x the limit" that MPI alone takes.
 
+The halo copies of a case: the copies of its halo in plain C on each rank, every halo cell
+written once from its periodic image, axis by axis, no messages (``benchmarks/limits.c``):
+what the layout costs to copy, whole cache lines moved for halos across the unit-stride axis
+included, which the limit's bytes leave out. An exchange over MPI pays about the copies plus
+the transfer, less the copies of the first axis' planes (the transfer moves those).
+
     make bench COMB_SRC=path/to/Comb        (or: python benchmarks/bench.py --comb ... )
 """
 
@@ -76,6 +82,11 @@ def transfer_seconds(case, limits: dict) -> float:
     return below[1] + (above[1] - below[1]) * (size - below[0]) / (above[0] - below[0])
 
 
+def copies_case(case) -> str:
+    """The case as ``benchmarks/limits.c`` takes it (G0,G1,G2,H0,H1,H2,F)."""
+    return ",".join(map(str, (*case.global_shape, *case.halo, case.nfields)))
+
+
 def limit_seconds(case, limits: dict) -> float:
     """The case's physical limit (module docstring)."""
     size = halo_bytes(case)
@@ -125,7 +136,8 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
         "",
         (
             "Time per exchange (x the limit); `MPI transfer`: this machine's MPI moving the "
-            "case's remote halo bytes alone, one contiguous message each way (x the limit); "
+            "case's remote halo bytes alone, one contiguous message each way; `halo copies`: "
+            "the copies of the rank's halo in plain C, as if it were its own neighbour; "
             "last columns: our compiled exchange against the case's best peer, and the best of "
             "ours against the limit."
         ),
@@ -133,13 +145,15 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
         "| case | limit | MPI transfer | "
         + " | ".join((*OURS, *PEERS))
         + " | compiled-mpi / best peer | best ours / limit |",
-        "|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
+        "|---|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
     ]
     for name, times in exchange.items():
         limit = limit_seconds(CASES[name], limits)
         transfer = transfer_seconds(CASES[name], limits)
+        copies = limits["halo_copies_s"][copies_case(CASES[name])]
+        floors = (transfer, copies)
         cells = [
-            f"{fmt(t)} ({t / limit:.1f}x)" for t in (transfer, *(times[i] for i in (*OURS, *PEERS)))
+            f"{fmt(t)} ({t / limit:.1f}x)" for t in (*floors, *(times[i] for i in (*OURS, *PEERS)))
         ]
         best_peer = min(times[p] for p in PEERS)
         best_ours = min(times[i] for i in OURS)
@@ -243,7 +257,10 @@ def main() -> int:
         out = Path(folder)
         mpirun = str(Path(sys.executable).parent / "mpirun")
         limits = subprocess.run(
-            [mpirun, "-n", str(RANKS), args.limits], check=True, capture_output=True, text=True
+            [mpirun, "-n", str(RANKS), args.limits, *map(copies_case, CASES.values())],
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         run([sys.executable, str(HERE / "comb_peer.py"), "--comb", args.comb,
              "--rounds", str(args.rounds), "--json", str(out / "exchange.json")])  # fmt: skip

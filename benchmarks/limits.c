@@ -6,6 +6,15 @@
  *    (median over repetitions; the buffers are touched first, so no page fault is timed);
  *  - the MPI transfer by size: both ranks send N contiguous bytes to each other at once
  *    (MPI_Irecv, MPI_Isend, MPI_Waitall), seconds per such exchange (median).
+ *  - per case given as an argument ("G0,G1,G2,H0,H1,H2,F": global shape, halo widths, fields;
+ *    the block of one of 2 ranks cut along the first axis, float64, C order as the benchmarks'
+ *    NumPy fields), the copies of its halo in plain C on each rank at once: every halo cell
+ *    written once from the owned cell its periodic image is, axis by axis (the last axis on
+ *    owned rows, then whole rows, then whole planes: each copy as contiguous as the layout
+ *    allows), as if the rank were its own neighbour in every axis. No messages: what the
+ *    layout costs to copy, cache lines and strides included, which the limit's bytes at the
+ *    copy bandwidth leave out (a halo across the unit-stride axis is one element per row,
+ *    and memory moves whole cache lines).
  *
  * An exchange writes every halo cell at least once and waits at least one message latency:
  * halo bytes / copy bandwidth + latency is a bound no implementation can beat. The MPI transfer
@@ -13,10 +22,10 @@
  * with no packing and no copies between ranks' own blocks: an exchange over MPI pays at least
  * that.
  *
- *   mpicc -O2 -o build/limits benchmarks/limits.c && mpirun -n 2 build/limits
+ *   mpicc -O2 -o build/limits benchmarks/limits.c && mpirun -n 2 build/limits [CASE ...]
  *
- * Prints one JSON object on rank 0:
- *   {"latency_s": ..., "copy_bytes_per_s": {"N": ...}, "mpi_exchange_s": {"N": ...}}.
+ * Prints one JSON object on rank 0: {"latency_s": ..., "copy_bytes_per_s": {"N": ...},
+ * "mpi_exchange_s": {"N": ...}, "halo_copies_s": {"CASE": ...}}.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -34,6 +43,67 @@ static double median(double *samples, int n) {
 }
 
 enum { SAMPLES = 101 };
+
+/* The halo copies of one case (the file's comment), seconds per copy of all its fields. */
+static double halo_copies(const char *spec) {
+  long g[3], h[3], fields;
+  if (sscanf(spec, "%ld,%ld,%ld,%ld,%ld,%ld,%ld", &g[0], &g[1], &g[2], &h[0], &h[1], &h[2],
+             &fields) != 7) {
+    fprintf(stderr, "a case is G0,G1,G2,H0,H1,H2,F, not %s\n", spec);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  long n[3] = {g[0] / 2, g[1], g[2]}, a[3];
+  for (int k = 0; k < 3; ++k) a[k] = n[k] + 2 * h[k];
+  size_t cells = (size_t)(a[0] * a[1] * a[2]);
+  double **f = malloc(fields * sizeof *f);
+  for (long q = 0; q < fields; ++q) {
+    f[q] = malloc(cells * sizeof(double));
+    for (size_t c = 0; c < cells; ++c) f[q][c] = (double)c;
+  }
+  const long row = a[2], plane = a[1] * a[2];
+  double samples[SAMPLES];
+  int copies = 20;
+  for (int s = 0; s < SAMPLES / 4; ++s) {
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < copies; ++i) {
+      for (long q = 0; q < fields; ++q) {
+        double *x = f[q];
+        /* the last axis, on owned rows: h[2] cells at each end of a row */
+        if (h[2])
+          for (long i0 = h[0]; i0 < h[0] + n[0]; ++i0)
+            for (long i1 = h[1]; i1 < h[1] + n[1]; ++i1) {
+              double *r = x + i0 * plane + i1 * row;
+              for (long k = 0; k < h[2]; ++k) {
+                r[k] = r[n[2] + k];
+                r[h[2] + n[2] + k] = r[h[2] + k];
+              }
+            }
+        /* the middle axis: whole rows, on owned planes */
+        for (long i0 = h[0]; i0 < h[0] + n[0]; ++i0) {
+          double *p = x + i0 * plane;
+          if (h[1]) {
+            memcpy(p, p + n[1] * row, h[1] * row * sizeof(double));
+            memcpy(p + (h[1] + n[1]) * row, p + h[1] * row, h[1] * row * sizeof(double));
+          }
+        }
+        /* the first axis: whole planes */
+        if (h[0]) {
+          memcpy(x, x + n[0] * plane, h[0] * plane * sizeof(double));
+          memcpy(x + (h[0] + n[0]) * plane, x + h[0] * plane, h[0] * plane * sizeof(double));
+        }
+      }
+    }
+    samples[s] = (MPI_Wtime() - t0) / copies;
+    f[0][(size_t)s % cells] += 1.0; /* (the copies are not dropped: the values are used) */
+  }
+  double seconds = median(samples, SAMPLES / 4), slowest, sum = 0.0;
+  for (long q = 0; q < fields; ++q) sum += f[q][cells / 2] + f[q][0];
+  MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (sum == -1.0) printf(" ");
+  for (long q = 0; q < fields; ++q) free(f[q]);
+  free(f);
+  return slowest;
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -99,6 +169,11 @@ int main(int argc, char **argv) {
     double seconds = median(samples, SAMPLES / 4), slowest;
     MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) printf("%s\"%zu\": %.4e", n == 256 ? "" : ", ", n, slowest);
+  }
+  if (rank == 0) printf("}, \"halo_copies_s\": {");
+  for (int c = 1; c < argc; ++c) {
+    double seconds = halo_copies(argv[c]);
+    if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
   }
   if (rank == 0) printf("}}\n");
   free(from);
