@@ -25,8 +25,10 @@ ratio of the transfer to the limit is the part of "x the limit" that MPI alone t
 The halo copies of a case: the copies of its halo in plain C on each rank, every halo cell
 written once from its periodic image, axis by axis, no messages (``benchmarks/limits.c``):
 what the layout costs to copy, whole cache lines moved for halos across the unit-stride axis
-included, which the limit's bytes leave out. An exchange over MPI pays about the copies plus
-the transfer, less the copies of the first axis' planes (the transfer moves those).
+included, which the limit's bytes leave out. The ordered exchange of a case: those copies of
+the last two axes, then the first axis' halo planes, contiguous once those are filled, by
+MPI straight from and into the fields (``benchmarks/limits.c``): an exchange in plain C as a
+layout made for it allows, which ours is not yet (it sends every direction at once, packed).
 
     make bench COMB_SRC=path/to/Comb        (or: python benchmarks/bench.py --comb ... )
 """
@@ -55,6 +57,8 @@ PEERS = ("comb", "mpi4py", "pyghex")
 BEGIN = "<!-- make bench: from here to its end mark, benchmarks/bench.py writes this section -->"
 END = "<!-- make bench: end -->"
 RANKS = 2
+#: What ``benchmarks/limits.c`` measures per case: its halo copies, its ordered exchange.
+COPIES = ("halo_copies_s", "ordered_exchange_s")
 
 
 def halo_bytes(case) -> int:
@@ -138,6 +142,8 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
             "Time per exchange (x the limit); `MPI transfer`: this machine's MPI moving the "
             "case's remote halo bytes alone, one contiguous message each way; `halo copies`: "
             "the copies of the rank's halo in plain C, as if it were its own neighbour; "
+            "`ordered`: an exchange in plain C, those copies of the last two axes, then the "
+            "first axis' planes by MPI in place; "
             "last columns: our compiled exchange against the case's best peer, and the best of "
             "ours against the limit."
         ),
@@ -145,13 +151,13 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
         "| case | limit | MPI transfer | "
         + " | ".join((*OURS, *PEERS))
         + " | compiled-mpi / best peer | best ours / limit |",
-        "|---|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
+        "|---|---|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
     ]
     for name, times in exchange.items():
         limit = limit_seconds(CASES[name], limits)
         transfer = transfer_seconds(CASES[name], limits)
-        copies = limits["halo_copies_s"][copies_case(CASES[name])]
-        floors = (transfer, copies)
+        copies, ordered = (limits[k][copies_case(CASES[name])] for k in COPIES)
+        floors = (transfer, copies, ordered)
         cells = [
             f"{fmt(t)} ({t / limit:.1f}x)" for t in (*floors, *(times[i] for i in (*OURS, *PEERS)))
         ]
@@ -214,6 +220,9 @@ def plot(limits: dict, exchange: dict, devito: dict, path: Path) -> None:
         transfer = 1e6 * transfer_seconds(CASES[name], limits)
         left.hlines(transfer, i - 0.45, i + 0.45, colors="black", linestyles="dashed",
                     label="MPI transfer" if i == 0 else None)  # fmt: skip
+        ordered = 1e6 * limits[COPIES[1]][copies_case(CASES[name])]
+        left.hlines(ordered, i - 0.45, i + 0.45, colors="black", linestyles="dotted",
+                    label="ordered (C)" if i == 0 else None)  # fmt: skip
     left.set_yscale("log")
     left.set_ylabel("time per exchange (us), 2 ranks")
     left.set_xticks(range(len(exchange)), [CASES[n].label.replace(", ", "\n", 1)

@@ -14,7 +14,11 @@
  *    allows), as if the rank were its own neighbour in every axis. No messages: what the
  *    layout costs to copy, cache lines and strides included, which the limit's bytes at the
  *    copy bandwidth leave out (a halo across the unit-stride axis is one element per row,
- *    and memory moves whole cache lines).
+ *    and memory moves whole cache lines);
+ *  - per such case, an exchange in plain C and MPI between the 2 ranks as a layout made for
+ *    it allows: the same copies of the last two axes first, then the first axis' halo planes,
+ *    which are contiguous once those are filled, sent and received in place (MPI_Irecv and
+ *    MPI_Isend straight from and into the field, no packing), seconds per exchange.
  *
  * An exchange writes every halo cell at least once and waits at least one message latency:
  * halo bytes / copy bandwidth + latency is a bound no implementation can beat. The MPI transfer
@@ -25,7 +29,7 @@
  *   mpicc -O2 -o build/limits benchmarks/limits.c && mpirun -n 2 build/limits [CASE ...]
  *
  * Prints one JSON object on rank 0: {"latency_s": ..., "copy_bytes_per_s": {"N": ...},
- * "mpi_exchange_s": {"N": ...}, "halo_copies_s": {"CASE": ...}}.
+ * "mpi_exchange_s": {"N": ...}, "halo_copies_s": {"CASE": ...}, "ordered_exchange_s": {...}}.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -44,8 +48,15 @@ static double median(double *samples, int n) {
 
 enum { SAMPLES = 101 };
 
-/* The halo copies of one case (the file's comment), seconds per copy of all its fields. */
-static double halo_copies(const char *spec) {
+static int rank_of(void) {
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+/* The halo copies of one case (the file's comment), seconds per copy of all its fields; or
+   (`exchange`) its exchange, the first axis' planes by MPI between the 2 ranks. */
+static double halo_copies(const char *spec, int exchange) {
   long g[3], h[3], fields;
   if (sscanf(spec, "%ld,%ld,%ld,%ld,%ld,%ld,%ld", &g[0], &g[1], &g[2], &h[0], &h[1], &h[2],
              &fields) != 7) {
@@ -63,7 +74,9 @@ static double halo_copies(const char *spec) {
   const long row = a[2], plane = a[1] * a[2];
   double samples[SAMPLES];
   int copies = 20;
+  MPI_Request *requests = malloc(4 * fields * sizeof *requests);
   for (int s = 0; s < SAMPLES / 4; ++s) {
+    MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < copies; ++i) {
       for (long q = 0; q < fields; ++q) {
@@ -87,10 +100,27 @@ static double halo_copies(const char *spec) {
           }
         }
         /* the first axis: whole planes */
-        if (h[0]) {
+        if (h[0] && !exchange) {
           memcpy(x, x + n[0] * plane, h[0] * plane * sizeof(double));
           memcpy(x + (h[0] + n[0]) * plane, x + h[0] * plane, h[0] * plane * sizeof(double));
         }
+      }
+      if (h[0] && exchange) {
+        /* the other rank is the neighbour on both sides: this rank's low planes fill its
+           high halo (tag 0), its high planes its low halo (tag 1) */
+        int count = 0, planes = (int)(h[0] * plane);
+        for (long q = 0; q < fields; ++q) {
+          double *x = f[q];
+          MPI_Irecv(x + (h[0] + n[0]) * plane, planes, MPI_DOUBLE, 1 - rank_of(), 2 * (int)q,
+                    MPI_COMM_WORLD, &requests[count++]);
+          MPI_Irecv(x, planes, MPI_DOUBLE, 1 - rank_of(), 2 * (int)q + 1, MPI_COMM_WORLD,
+                    &requests[count++]);
+          MPI_Isend(x + h[0] * plane, planes, MPI_DOUBLE, 1 - rank_of(), 2 * (int)q,
+                    MPI_COMM_WORLD, &requests[count++]);
+          MPI_Isend(x + n[0] * plane, planes, MPI_DOUBLE, 1 - rank_of(), 2 * (int)q + 1,
+                    MPI_COMM_WORLD, &requests[count++]);
+        }
+        MPI_Waitall(count, requests, MPI_STATUSES_IGNORE);
       }
     }
     samples[s] = (MPI_Wtime() - t0) / copies;
@@ -102,6 +132,7 @@ static double halo_copies(const char *spec) {
   if (sum == -1.0) printf(" ");
   for (long q = 0; q < fields; ++q) free(f[q]);
   free(f);
+  free(requests);
   return slowest;
 }
 
@@ -172,7 +203,12 @@ int main(int argc, char **argv) {
   }
   if (rank == 0) printf("}, \"halo_copies_s\": {");
   for (int c = 1; c < argc; ++c) {
-    double seconds = halo_copies(argv[c]);
+    double seconds = halo_copies(argv[c], 0);
+    if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
+  }
+  if (rank == 0) printf("}, \"ordered_exchange_s\": {");
+  for (int c = 1; c < argc; ++c) {
+    double seconds = halo_copies(argv[c], 1);
     if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
   }
   if (rank == 0) printf("}}\n");
