@@ -148,7 +148,7 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
             "ours against the limit."
         ),
         "",
-        "| case | limit | MPI transfer | "
+        "| case | limit | MPI transfer | halo copies | ordered | "
         + " | ".join((*OURS, *PEERS))
         + " | compiled-mpi / best peer | best ours / limit |",
         "|---|---|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
