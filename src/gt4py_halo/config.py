@@ -4,7 +4,8 @@ Resolution order, first match wins: the argument (``make_exchange``'s backend), 
 environment variable (``GT4PY_HALO_BACKEND``, ``GT4PY_HALO_PROFILE``), ``[tool.gt4py_halo]``
 in ``pyproject.toml`` of the working directory (``backend = ...``, ``profile = ...``), then
 the default (``"mpi"``; no profile: a profile folder configured profiles the whole run). A
-key the table does not take (``KEYS``) is a ``ConfigError``. Every rank must resolve the same
+key the table does not take (``KEYS``) or a value that is not a string is a ``ConfigError``,
+also where the environment sets that setting. Every rank must resolve the same
 values; launchers pass the environment and working directory to all ranks alike.
 """
 
@@ -40,9 +41,25 @@ def profile_and_source() -> tuple[str | None, str]:
 
 
 def _configured(key: str, variable: str) -> tuple[str, str] | None:
+    """``key``'s value and source from the environment, else from the table. The table is
+    checked either way: a misspelt key or a value of another type there is an error also
+    while the environment variable sets the value."""
+    found = _table()
     from_env = os.environ.get(variable, "")
     if from_env.strip():  # (set but blank: unset, as for the table's value)
         return from_env, f"the environment variable {variable}"
+    if found is None:
+        return None
+    pyproject, table = found
+    if not table.get(key, "").strip():
+        return None
+    return table[key], f"[tool.gt4py_halo] {key} in {pyproject}"
+
+
+def _table() -> tuple[Path, dict] | None:
+    """``pyproject.toml`` of the working directory and its ``[tool.gt4py_halo]`` table
+    (empty if it has none), checked for keys it does not take and values that are not
+    strings; ``None`` without the file."""
     pyproject = Path.cwd() / "pyproject.toml"
     if not pyproject.is_file():
         return None
@@ -65,12 +82,9 @@ def _configured(key: str, variable: str) -> tuple[str, str] | None:
             f"[tool.gt4py_halo] in {pyproject} has no key {', '.join(map(repr, unknown))}; "
             f"it takes {' and '.join(KEYS)}"
         )
-    if key not in table:
-        return None
-    if not isinstance(table[key], str):
-        raise ConfigError(
-            f"[tool.gt4py_halo] {key} in {pyproject} is {table[key]!r}; it takes a string"
-        )
-    if not table[key].strip():
-        return None
-    return table[key], f"[tool.gt4py_halo] {key} in {pyproject}"
+    for key, value in table.items():
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"[tool.gt4py_halo] {key} in {pyproject} is {value!r}; it takes a string"
+            )
+    return pyproject, table

@@ -87,6 +87,27 @@ def test_blank_settings_are_unset(workdir, monkeypatch):
     assert configured_backend() == "mpi"
 
 
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('[tool.gt4py_halo]\nbakend = "ghex"\n', "has no key 'bakend'"),
+        ("[tool.gt4py_halo]\nprofile = 1\n", "profile in .* is 1; it takes a string"),
+    ],
+)
+def test_a_wrong_table_is_named_while_the_environment_sets_everything(
+    workdir, monkeypatch, text, match
+):
+    """The environment beats the table, but does not hide its mistakes: they would show
+    only once the variables are unset, a setting silently at its default."""
+    (workdir / "pyproject.toml").write_text(text)
+    monkeypatch.setenv(ENV_VARIABLE, "mpi")
+    monkeypatch.setenv(PROFILE_VARIABLE, str(workdir / "profile"))
+    with pytest.raises(gh.ConfigError, match=match):
+        configured_backend()
+    with pytest.raises(gh.ConfigError, match=match):
+        profile_and_source()
+
+
 def test_environment_beats_pyproject(workdir, monkeypatch):
     (workdir / "pyproject.toml").write_text('[tool.gt4py_halo]\nbackend = "ghex"\n')
     monkeypatch.setenv(ENV_VARIABLE, "mpi")
