@@ -51,6 +51,23 @@ def test_fields_without_cells_move_nothing(backend):
     np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
 
 
+class _Subclass(np.ndarray):
+    """A user's ndarray subclass, defined outside NumPy."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_ndarray_subclass_beside_a_plain_array(backend):
+    """Subclasses of NumPy's ndarray are host arrays like the others: one call exchanges
+    them together (before, their module counted as another array library)."""
+    d = gh.CartesianDecomposition((13, 11), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend=backend)
+    plain = filled_local(d, (), np.float64)
+    sub = filled_local(d, (2,), np.float32).view(_Subclass)
+    ex.exchange(plain, sub)
+    np.testing.assert_array_equal(plain, expected_local(d, (), np.float64))
+    np.testing.assert_array_equal(sub, expected_local(d, (2,), np.float32))
+
+
 def test_ghex_context_is_made_quietly(capfd):
     """oomph writes "MPI thread safety is higher than required" on rank 0 whenever MPI runs
     above MPI_THREAD_SINGLE (mpi4py's default): held back; the exchange still works."""

@@ -299,9 +299,13 @@ def _raise(error: Exception) -> None:
 
 
 def _check_libraries(arrays: list[Any]) -> None:
+    """Host and device fields go in separate calls: one call's messages are in one memory.
+    Subclasses of NumPy's ndarray are host arrays, whatever module defines them."""
     if not arrays:
         raise FieldError("no fields given to exchange")
-    kinds = {type(a).__module__.split(".")[0] for a in arrays}
+    kinds = {
+        "numpy" if isinstance(a, np.ndarray) else type(a).__module__.split(".")[0] for a in arrays
+    }
     if len(kinds) > 1:
         raise FieldError(
             f"fields mix array libraries ({', '.join(sorted(kinds))}); exchange host and "
