@@ -126,12 +126,13 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
     instead, and no ``gh.profile`` inside it."""
 
     def __init__(self, folder: str | os.PathLike | None = None, comm: MPI.Comm | None = None):
-        if folder is None:
+        path = None if folder is None else os.fspath(folder)
+        if path is None or not str(path).strip():  # (blank: no folder, as where configured)
             raise ProfileError(
-                "gh.profile() needs a folder: gh.profile('profiles/run1') (a folder configured "
-                "by GT4PY_HALO_PROFILE or [tool.gt4py_halo] profile profiles the whole run)"
+                f"gh.profile({'' if folder is None else repr(folder)}) needs a folder: "
+                "gh.profile('profiles/run1') (a folder configured by GT4PY_HALO_PROFILE or "
+                "[tool.gt4py_halo] profile profiles the whole run)"
             )
-        path = os.fspath(folder)
         self.folder = Path(path).absolute()  # where the run started, whatever it does
         self._named = os.fspath(path)  # as given: what the ranks compare (mounts may differ)
         self.comm = MPI.COMM_WORLD if comm is None else comm

@@ -82,8 +82,10 @@ def test_nothing_is_written_without_a_profile(tmp_path) -> None:
 def test_a_profile_needs_a_folder(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv(PROFILE_VARIABLE, raising=False)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(gh.ProfileError, match="needs a folder"):
-        gh.profile()
+    for blank in ((), ("",), (" ",)):  # a blank folder is none, as where configured
+        with pytest.raises(gh.ProfileError, match="needs a folder"):
+            gh.profile(*blank)
+    assert not list(tmp_path.iterdir())
 
 
 def test_profiles_do_not_nest(tmp_path) -> None:
