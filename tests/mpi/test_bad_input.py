@@ -536,7 +536,8 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     """A list (which DaCe would convert into a temporary array that a repeated call reads and
     writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the
     argument, before a build and after one; so is an array with a stride beyond the step's
-    C ``int`` sizes (nothing of it read); a new read-only array of a shape built before:
+    C ``int`` sizes (nothing of it read), and one whose strides are no whole numbers of
+    elements (a field of a structured array; nothing written); a new read-only array of a shape built before:
     a ``FieldError``, nothing written; a bad argument or a call that does not fit the step's
     signature on one rank only, at the first call and after a build: an error on every rank,
     none waits. The module's globals are not kept by the step."""
@@ -567,6 +568,14 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
         huge = np.lib.stride_tricks.as_strided(np.zeros(1), d.allocated_shape, (2**34, 0))
         with pytest.raises(gh.FieldError, match="argument a: .* at most 2147483647 elements"):
             step(huge, 5.0)
+        # a field of a structured array: strides of 12 bytes for 8-byte elements (the step
+        # would have read and written between them), nothing written
+        records = np.zeros(d.allocated_shape, dtype=[("x", "f8"), ("y", "f4")])
+        records["x"] = filled_local(d, (), np.float64)
+        before = records.copy()
+        with pytest.raises(gh.FieldError, match=r"argument a: strides .* not multiples of its"):
+            step(records["x"], 5.0)
+        np.testing.assert_array_equal(records, before)
         if not built:
             a = filled_local(d, (), np.float64)
             step(a, 5.0)

@@ -1171,9 +1171,10 @@ _LARGEST = 2**31 - 1
 def _check_kinds(names: list[str], values: list[Any]) -> None:
     """A ``FieldError`` naming an argument of a kind no step takes (containers, strings,
     ``None``, complex numbers: DaCe passes those to the compiled step wrongly; arrays of no
-    dimensions: DaCe fails on them) or an array
-    with an extent or a stride beyond the step's sizes (``_LARGEST``); other kinds are DaCe's
-    to take or refuse."""
+    dimensions: DaCe fails on them), an array whose strides are no whole numbers of elements
+    (a field of a structured array: the step would read and write between its elements) or an
+    array with an extent or a stride beyond the step's sizes (``_LARGEST``); other kinds are
+    DaCe's to take or refuse."""
     for name, value in zip(names, values):
         if isinstance(value, _NOT_ARGUMENTS):
             raise FieldError(
@@ -1191,6 +1192,13 @@ def _check_kinds(names: list[str], values: list[Any]) -> None:
                 "step does not take (DaCe fails on it, at the parse or in the C++ compiler): "
                 "pass a number for a value the step reads, an array of one element for one "
                 "it writes"
+            )
+        if _is_array(value) and value.size and any(b % value.itemsize for b in value.strides):
+            raise FieldError(
+                f"argument {name}: strides {tuple(value.strides)} bytes, not multiples of its "
+                f"element size ({value.itemsize} bytes; a field of a structured array?): a "
+                "compiled step addresses arrays by element. Pass a copy "
+                "(np.ascontiguousarray), or exchange it with ex.exchange outside the step"
             )
         if _is_array(value):
             strides = element_strides(value)
