@@ -537,7 +537,8 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the
     argument, before a build and after one; so is an array with a stride beyond the step's
     C ``int`` sizes (nothing of it read), and one whose strides are no whole numbers of
-    elements (a field of a structured array; nothing written); a new read-only array of a shape built before:
+    elements (a field of a structured array; nothing written), and a Python int beyond
+    int64 (it would wrap); a new read-only array of a shape built before:
     a ``FieldError``, nothing written; a bad argument or a call that does not fit the step's
     signature on one rank only, at the first call and after a build: an error on every rank,
     none waits. The module's globals are not kept by the step."""
@@ -564,6 +565,9 @@ def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     for built in (False, True):
         for bad in ([5.0], (5.0,), "5", None):
             with pytest.raises(gh.FieldError, match=f"argument c is a {type(bad).__name__}"):
+                step(filled_local(d, (), np.float64), bad)
+        for bad in (2**64 + 3, -(2**63) - 1):  # (C int64 would wrap them: 3, 2**63 - 1)
+            with pytest.raises(gh.FieldError, match=f"argument c is {bad}, beyond 64-bit"):
                 step(filled_local(d, (), np.float64), bad)
         huge = np.lib.stride_tricks.as_strided(np.zeros(1), d.allocated_shape, (2**34, 0))
         with pytest.raises(gh.FieldError, match="argument a: .* at most 2147483647 elements"):

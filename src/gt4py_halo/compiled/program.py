@@ -1170,8 +1170,8 @@ _LARGEST = 2**31 - 1
 
 def _check_kinds(names: list[str], values: list[Any]) -> None:
     """A ``FieldError`` naming an argument of a kind no step takes (containers, strings,
-    ``None``, complex numbers: DaCe passes those to the compiled step wrongly; arrays of no
-    dimensions: DaCe fails on them), an array whose strides are no whole numbers of elements
+    ``None``, complex numbers: DaCe passes those to the compiled step wrongly; Python ints
+    beyond int64: they would wrap; arrays of no dimensions: DaCe fails on them), an array whose strides are no whole numbers of elements
     (a field of a structured array: the step would read and write between its elements) or an
     array with an extent or a stride beyond the step's sizes (``_LARGEST``); other kinds are
     DaCe's to take or refuse."""
@@ -1185,6 +1185,11 @@ def _check_kinds(names: list[str], values: list[Any]) -> None:
             raise FieldError(
                 f"argument {name} is a complex number, which a compiled step does not take as "
                 "a scalar: pass it in an array of one element"
+            )
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise FieldError(
+                f"argument {name} is {value}, beyond 64-bit integers: a compiled step takes a "
+                "Python int as a C int64, where it would wrap"
             )
         if _is_array(value) and not value.ndim:
             raise FieldError(
