@@ -227,14 +227,23 @@ class Tracker:
 
 
 def cartesian_width_check(decomposition: Any, program: str, name: str, width: int) -> None:
-    """A ``ProgramError`` if ``width`` is wider than a cartesian decomposition's halo."""
+    """A ``ProgramError`` if ``width`` is wider than a cartesian decomposition's halo on some
+    axis: the narrowest side of the axes with a halo, and of those split over ranks without
+    one (a program reading across such an axis reads cells no exchange fills; a width is one
+    number for every axis). An axis neither split nor with a halo is nobody's to exchange."""
     if getattr(decomposition, "dims", None) is not None:
         return  # unstructured: a width above 0 needs the dim's halo, whatever it holds
-    narrowest = min((min(lo, hi) for lo, hi in decomposition.halo if lo or hi), default=0)
+    sides = [
+        (min(lo, hi), axis)
+        for axis, ((lo, hi), blocks) in enumerate(zip(decomposition.halo, decomposition.proc_grid))
+        if lo or hi or blocks > 1
+    ]
+    narrowest, axis = min(sides, default=(0, None))
     if width > narrowest:
         raise ProgramError(
             f"{program} reads {name} {width} cell(s) into its halo; the decomposition's "
             f"halo is {narrowest} wide"
+            + ("" if axis is None else f" (axis {axis}, on its narrower side)")
         )
 
 

@@ -197,6 +197,30 @@ def test_a_width_wider_than_the_decomposition_halo_is_refused(diffusion, comm) -
     np.testing.assert_array_equal(v.asnumpy(), before)
 
 
+def test_an_axis_split_without_a_halo_refuses_a_width(diffusion, comm) -> None:
+    """A decomposition that splits an axis over ranks with no halo (a proc_grid given) fills
+    no cell across it: a program reading a width into its halo may read across that axis
+    (a width is one number for every axis), so the call is refused, on every rank, before
+    anything is posted (before, the axis was skipped: the stencil read cells no exchange
+    filled, wrong values). Not split, such an axis is nobody's to exchange: accepted."""
+    split = comm.size > 1
+    d = gh.CartesianDecomposition(
+        GLOBAL_SHAPE, halo=(1, 0), periodic=True, proc_grid=(1, comm.size), comm=comm
+    )
+    u, v, _ = fields(diffusion, d)
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    bounds[2:] = [gtx.int32(d.owned[1].start + 1), gtx.int32(d.owned[1].stop - 1)]
+    before = v.asnumpy().copy()
+    with gh.auto_exchange(gh.make_exchange(d)) as placed:
+        if split:
+            with pytest.raises(gh.ProgramError, match=r"halo is 0 wide \(axis 1"):
+                gh.halo(u=1)(diffusion.diffusion_step)(u, v, *bounds)
+            np.testing.assert_array_equal(v.asnumpy(), before)
+        else:  # (the stencil's rows kept off the unexchanged edge of the one block)
+            gh.halo(u=1)(diffusion.diffusion_step)(u, v, *bounds)
+    assert len(placed.exchanges) == (0 if split else 1)
+
+
 def test_unstructured_exchanges_placed_per_dim(comm) -> None:
     """The ICON-like step of ``examples/unstructured_step.py`` (cells to edges through E2C,
     back through C2E) from annotations: a cell exchange before the first program, an edge
