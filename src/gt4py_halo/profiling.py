@@ -127,14 +127,14 @@ class profile:  # lower case: used as `with gh.profile(...)`, like a function
 
     def __init__(self, folder: str | os.PathLike | None = None, comm: MPI.Comm | None = None):
         path = None if folder is None else os.fspath(folder)
-        if path is None or not str(path).strip():  # (blank: no folder, as where configured)
+        if path is None or not path.strip():  # (blank: no folder, as where configured)
             raise ProfileError(
                 f"gh.profile({'' if folder is None else repr(folder)}) needs a folder: "
                 "gh.profile('profiles/run1') (a folder configured by GT4PY_HALO_PROFILE or "
                 "[tool.gt4py_halo] profile profiles the whole run)"
             )
         self.folder = Path(path).absolute()  # where the run started, whatever it does
-        self._named = os.fspath(path)  # as given: what the ranks compare (mounts may differ)
+        self._named = path  # as given: what the ranks compare (mounts may differ)
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self._comm: MPI.Comm | None = None  # its own, while on
         self._tracer: Any = None

@@ -1171,10 +1171,10 @@ _LARGEST = 2**31 - 1
 def _check_kinds(names: list[str], values: list[Any]) -> None:
     """A ``FieldError`` naming an argument of a kind no step takes (containers, strings,
     ``None``, complex numbers: DaCe passes those to the compiled step wrongly; Python ints
-    beyond int64: they would wrap; arrays of no dimensions: DaCe fails on them), an array whose strides are no whole numbers of elements
-    (a field of a structured array: the step would read and write between its elements) or an
-    array with an extent or a stride beyond the step's sizes (``_LARGEST``); other kinds are
-    DaCe's to take or refuse."""
+    beyond int64: they would wrap; arrays of no dimensions: DaCe fails on them), an array
+    whose strides are no whole numbers of elements (a field of a structured array: the step
+    would read and write between its elements) or an array with an extent or a stride beyond
+    the step's sizes (``_LARGEST``); other kinds are DaCe's to take or refuse."""
     for name, value in zip(names, values):
         if isinstance(value, _NOT_ARGUMENTS):
             raise FieldError(
