@@ -7,6 +7,8 @@
 #   tools/gpu-check.sh          on the GPU machine, from the repository root, with .whl/ there
 #   tools/gpu-check.sh benchmark   there: the benchmark alone
 #   tools/gpu-check.sh tests       there: the tests alone (GPU_TESTS=EXPR: pytest -k EXPR of them)
+#   tools/gpu-check.sh memcheck    there: the mpi GPU tests under compute-sanitizer's memcheck,
+#                                  after the tests in the same call (it needs their builds)
 #   GPU_CHECK_SECONDS=N            bounds the whole check (default 1080)
 #
 # Through the workplace's device tool, with the package's compiled module built here (make
@@ -70,9 +72,9 @@ bounded() {  # bounded SECONDS COMMAND...: at most SECONDS, and never past the d
 # the files holding GPU tests (tests/mpi's others need what the device image lacks, ICON4Py)
 GPU_TEST_FILES="tests/mpi/test_compiled_step.py tests/mpi/test_cartesian_exchange.py
   tests/mpi/test_unstructured_exchange.py tests/mpi/test_profiling.py"
-gpu_tests() {  # every GPU test on $1 rank(s), at most $2 seconds
-  echo "=== GPU tests on $1 rank(s) ===" | tee -a "$OUT/tests.log"
-  bounded "$2" mpirun -n "$1" python -m mpi4py -m pytest $GPU_TEST_FILES -q -p no:cacheprovider \
+gpu_tests() {  # every GPU test on $1 rank(s), at most $2 seconds, each rank under $wrap
+  echo "=== GPU tests on $1 rank(s) ${wrap:-} ===" | tee -a "$OUT/tests.log"
+  bounded "$2" mpirun -n "$1" ${wrap:-} python -m mpi4py -m pytest $GPU_TEST_FILES -q -p no:cacheprovider \
     -k "${GPU_TESTS:-gpu and not defaults_on_the_cpu}" -rs --durations=12 2>&1 | tee -a "$OUT/tests.log" | tail -15
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 }
@@ -85,6 +87,13 @@ benchmark() {  # the GPU step benchmark on $1 rank(s), at most $2 seconds
 status=0
 if [ "${1:-}" = benchmark ]; then
   benchmark 1 400 && benchmark 2 400
+elif [ "${1:-}" = memcheck ]; then
+  # API errors that libraries answer their own probes with (NCCL: docs/benchmarks.md) are no
+  # memory errors
+  wrap="compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1"
+  GPU_TESTS=${GPU_TESTS:-gpu and not nccl and not defaults_on_the_cpu}
+  gpu_tests 1 $((deadline * 2 / 3))
+  gpu_tests 2 400
 elif [ "${1:-}" = tests ]; then
   gpu_tests 1 400
   gpu_tests 2 400
