@@ -8,7 +8,7 @@ reads are inferred too: for cartesian programs by GT4Py's domain inference (each
 accessed domain against the domain written, in cells), for unstructured ones by GT4Py's shift
 tracing (the neighbour tables between an argument and the output: 1 is the neighbours of the
 entries written); in a program of several calls each call counts from its own domain,
-through the temporaries earlier calls computed for it (``read_widths``). A declared width
+through the temporaries earlier calls computed for it (``read_reaches``). A declared width
 smaller than that is a ``gh.ProgramError`` at decoration, never a silent stale halo, and so
 is a call reading beyond what an earlier call of the program wrote, or where GT4Py cannot
 tell how far that wrote (no exchange before the program can make those cells valid); where
@@ -24,8 +24,12 @@ each field's halo is valid after an exchange and stale once a program writes it 
 for the first time counts as stale); a call that reads a field's halo while it is stale first
 exchanges all such fields of the call in one exchange (one message per neighbour and dim), and
 a field whose halo is still valid is not exchanged again. ``placed`` records each exchange
-(``placed.exchanges``: the program, the arguments exchanged, the dim). A width larger than the
-decomposition's halo is a ``gh.ProgramError`` at that call, before anything is posted. Fields
+(``placed.exchanges``: the program, the arguments exchanged, the dim). A read further into the
+halo than the decomposition's halo on some side of an axis is a ``gh.ProgramError`` at that
+call, before anything is posted: how far, on each side, GT4Py's inference tells (the axes of
+a cartesian decomposition are the dims of the argument's type, in order: a stencil reading
+``I +- 2`` and ``J +- 1`` takes ``halo=(2, 1)``), else, or where the declared width is wider
+than every side inferred, the declared width on every side. Fields
 are tracked by identity, without keeping them alive.
 
 In ``@gh.program(exchange=ex)`` steps the same rules place exchanges in the step's code
@@ -50,7 +54,7 @@ _active: Tracker | None = None
 
 def halo(**widths: int) -> Callable[[Any], Annotated]:
     """``@gh.halo(u=1, v=2)`` above ``@gtx.program``: the program reads ``u``'s halo up to 1
-    cell and ``v``'s up to 2 (per decomposed axis; for unstructured dims, ``> 0`` needs the
+    cell and ``v``'s up to 2 (on its widest side; for unstructured dims, ``> 0`` needs the
     dim's halo)."""
     for name, width in widths.items():
         if not isinstance(width, int) or isinstance(width, bool) or width < 0:
@@ -87,8 +91,11 @@ class Annotated:
         self.widths = dict(widths)
         #: The arguments the program writes (its ``out=``).
         self.writes = frozenset(_written(past))
-        for name, read in read_widths(self.name, _calls(gt4py_program)).items():
-            if self.widths.get(name, 0) < read:
+        #: How far beyond the domain it writes the program reads each argument, per side of
+        #: each horizontal dim (``read_reaches``); arguments GT4Py cannot tell left out.
+        self.reaches = read_reaches(self.name, _calls(gt4py_program))
+        for name, reach in self.reaches.items():
+            if self.widths.get(name, 0) < (read := max([0, *reach.values()])):
                 raise ProgramError(
                     f"gh.halo on {self.name}: it reads {name} {read} cell(s) (or neighbour "
                     f"tables) beyond the domain it writes, declared {self.widths.get(name, 0)}: "
@@ -209,7 +216,7 @@ class Tracker:
             field = bound.get(name)
             if width == 0 or field is None:
                 continue
-            cartesian_width_check(self._decomposition, program.name, name, width)
+            cartesian_width_check(self._decomposition, program, name)
             dim = dim_of_param(self._decomposition, program, name)
             known = stale.get(dim, [])
             for part in field if isinstance(field, (tuple, list)) else (field,):  # (a tuple arg)
@@ -226,25 +233,31 @@ class Tracker:
                 self._valid.remember(field)
 
 
-def cartesian_width_check(decomposition: Any, program: str, name: str, width: int) -> None:
-    """A ``ProgramError`` if ``width`` is wider than a cartesian decomposition's halo on some
-    axis: the narrowest side of the axes with a halo, and of those split over ranks without
-    one (a program reading across such an axis reads cells no exchange fills; a width is one
-    number for every axis). An axis neither split nor with a halo is nobody's to exchange."""
+def cartesian_width_check(decomposition: Any, program: Annotated, name: str) -> None:
+    """A ``ProgramError`` if ``program`` reads argument ``name`` further into its halo than a
+    cartesian decomposition's halo reaches, on some side of an axis with a halo or split over
+    ranks (a program reading across an axis split without a halo reads cells no exchange
+    fills; an axis neither split nor with a halo is nobody's to exchange). How far it reads
+    on each side: the reach GT4Py inferred for the dim of the argument's type that the axis
+    is (``Annotated.reaches``), else, and where the declared width is wider than any of
+    those (the author knows of a read GT4Py does not see), the declared width."""
     if getattr(decomposition, "dims", None) is not None:
         return  # unstructured: a width above 0 needs the dim's halo, whatever it holds
-    sides = [
-        (min(lo, hi), axis)
-        for axis, ((lo, hi), blocks) in enumerate(zip(decomposition.halo, decomposition.proc_grid))
-        if lo or hi or blocks > 1
-    ]
-    narrowest, axis = min(sides, default=(0, None))
-    if width > narrowest:
-        raise ProgramError(
-            f"{program} reads {name} {width} cell(s) into its halo; the decomposition's "
-            f"halo is {narrowest} wide"
-            + ("" if axis is None else f" (axis {axis}, on its narrower side)")
-        )
+    width, reach = program.widths[name], program.reaches.get(name)
+    if reach is not None and width > max([0, *reach.values()]):
+        reach = None
+    dims = program.param_dims.get(name, ())
+    for axis, (sides, blocks) in enumerate(zip(decomposition.halo, decomposition.proc_grid)):
+        if not (any(sides) or blocks > 1):
+            continue
+        for side, have in zip("-+", sides):
+            wants = width if reach is None or axis >= len(dims) else reach.get(dims[axis] + side, 0)
+            if wants > have:
+                raise ProgramError(
+                    f"{program.name} reads {name} {wants} cell(s) into its halo; the "
+                    f"decomposition's halo is {have} wide (axis {axis}, "
+                    f"{'lower' if side == '-' else 'upper'} side)"
+                )
 
 
 def dim_of_param(decomposition: Any, program: Annotated, name: str) -> str | None:
@@ -321,9 +334,9 @@ class _Call:
     tables: frozenset[str] | None  # None: the program's offsets unknown, every one a table
 
 
-def read_widths(name: str, calls: list[_Call]) -> dict[str, int]:
+def read_reaches(name: str, calls: list[_Call]) -> dict[str, Reach]:
     """Per argument the program (named ``name``) reads before writing it, how far beyond the
-    domain of a call it is read, on the widest side of a horizontal axis: each call counts
+    domain of a call it is read, per side of each horizontal dim: each call counts
     from its own domain, through the temporaries earlier calls computed for it (a temporary
     on an extended domain reads its inputs further by as much). Cartesian programs by GT4Py's
     domain inference (cells), unstructured ones by the neighbour tables GT4Py's shift tracing
@@ -335,7 +348,7 @@ def read_widths(name: str, calls: list[_Call]) -> dict[str, int]:
     of it (domains that differ by more than literal offsets, neighbour tables, dynamic
     offsets), unless it wrote the argument's whole field: no exchange before the program
     makes those cells valid."""
-    widths: dict[str, int] = {}
+    reaches: dict[str, Reach] = {}
     for k, call in enumerate(calls):
         frames = call.domains
         pending = [(k, _target(call, None), 0)]  # (a call, the domain read of it, tables)
@@ -353,7 +366,9 @@ def read_widths(name: str, calls: list[_Call]) -> dict[str, int]:
                 if writer is None:  # an argument as the program got it: its halo
                     reach = None if read is None else _reach_from(frames, read)
                     if reach is not None:
-                        widths[symbol] = max(widths.get(symbol, 0), reach)
+                        known = reaches.setdefault(symbol, {})
+                        for side, cells in reach.items():
+                            known[side] = max(known.get(side, 0), cells)
                     continue
                 if at == k:  # (each call's own reads: the earlier writes checked once)
                     _check_written(name, calls[writer], symbol, read, calls[at])
@@ -361,7 +376,7 @@ def read_widths(name: str, calls: list[_Call]) -> dict[str, int]:
                     pending.append((writer, None, read))
                 elif read is not None:
                     pending.append((writer, _target(calls[writer], read), 0))
-    return widths
+    return reaches
 
 
 def _target(call: _Call, read: Any) -> Any:
@@ -431,20 +446,24 @@ def _symbols(expr: Any) -> set[str]:
     return {str(node.id) for node in expr.pre_walk_values().if_isinstance(itir.SymRef)}
 
 
-def _reach_from(frames: tuple[Any, ...] | None, read: Any) -> int | None:
+def _reach_from(frames: tuple[Any, ...] | None, read: Any) -> Reach | None:
     """How far ``read`` (a domain, or neighbour tables) reaches beyond the domains
-    ``frames`` on its widest side of a horizontal axis (0 where it does not: vertical ones
-    are not decomposed); None where GT4Py cannot tell."""
+    ``frames``, per side of each horizontal dim where it does (vertical ones are not
+    decomposed); None where GT4Py cannot tell."""
     if isinstance(read, int):
-        return read
+        return {"": read}
     if frames is None:
         return None
     reaches = [_reach(frame, read) for frame in frames]
     if None in reaches:
         return None
     vertical = {d.value for f in frames for d in f.ranges if d.kind == "vertical"}
-    sides = (w for reach in reaches for side, w in reach.items() if side[:-1] not in vertical)
-    return max([0, *sides])
+    sides: Reach = {}
+    for reach in reaches:
+        for side, cells in reach.items():
+            if side[:-1] not in vertical and cells > 0:
+                sides[side] = max(sides.get(side, 0), cells)
+    return sides
 
 
 def _check_written(program: str, writer: _Call, name: str, read: Any, reader: _Call) -> None:

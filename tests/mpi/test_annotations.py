@@ -110,6 +110,31 @@ def _edges_then_cells(
     edges_to_cells(c, e, out=c_new, domain={Cell: (c0, c1)})
 
 
+@gtx.field_operator
+def _two_by_one(a: IJField) -> IJField:
+    return a(I - 2) + 3.0 * a(I + 2) + 5.0 * a(J - 1) + 7.0 * a(J + 1)
+
+
+@gtx.program
+def _wide_in_i(a: IJField, b: IJField, i0: gtx.int32, i1: gtx.int32, j0: gtx.int32, j1: gtx.int32):
+    _two_by_one(a, out=b, domain={I: (i0, i1), J: (j0, j1)})
+
+
+@gtx.field_operator
+def _east(a: IJField) -> IJField:
+    return a(I + 1) - a
+
+
+@gtx.program
+def _east_only(a: IJField, b: IJField, i0: gtx.int32, i1: gtx.int32, j0: gtx.int32, j1: gtx.int32):
+    _east(a, out=b, domain={I: (i0, i1), J: (j0, j1)})
+
+
+@gtx.program
+def _west_only(a: IJField, b: IJField, i0: gtx.int32, i1: gtx.int32, j0: gtx.int32, j1: gtx.int32):
+    _west_difference(a, out=b, domain={I: (i0, i1), J: (j0, j1)})
+
+
 def fields(diffusion: ModuleType, d: gh.CartesianDecomposition) -> list:
     i, j = np.meshgrid(*(np.arange(s.start, s.stop) for s in d.global_slices), indexing="ij")
     u = np.zeros(d.allocated_shape)
@@ -200,7 +225,7 @@ def test_a_width_wider_than_the_decomposition_halo_is_refused(diffusion, comm) -
 def test_an_axis_split_without_a_halo_refuses_a_width(diffusion, comm) -> None:
     """A decomposition that splits an axis over ranks with no halo (a proc_grid given) fills
     no cell across it: a program reading a width into its halo may read across that axis
-    (a width is one number for every axis), so the call is refused, on every rank, before
+    (the diffusion stencil reads both axes), so the call is refused, on every rank, before
     anything is posted (before, the axis was skipped: the stencil read cells no exchange
     filled, wrong values). Not split, such an axis is nobody's to exchange: accepted."""
     split = comm.size > 1
@@ -219,6 +244,62 @@ def test_an_axis_split_without_a_halo_refuses_a_width(diffusion, comm) -> None:
         else:  # (the stencil's rows kept off the unexchanged edge of the one block)
             gh.halo(u=1)(diffusion.diffusion_step)(u, v, *bounds)
     assert len(placed.exchanges) == (0 if split else 1)
+
+
+def placed_in_step(comm, ex, annotated) -> list:
+    """The exchanges placed in a step calling ``annotated`` once (none: its argument is
+    valid at the step's start), after the same checks as at a call from Python."""
+
+    @gh.program(comm=comm, exchange=ex)
+    def step(a, b, i0, i1, j0, j1):
+        annotated(a, b, i0, i1, j0, j1)
+
+    return step.exchange_report()
+
+
+def test_reads_checked_per_side_of_each_axis(comm) -> None:
+    """A stencil reading ``I +- 2`` and ``J +- 1`` runs on ``halo=(2, 1)``, one reading
+    ``I + 1`` alone on a halo on that side only (the axes are the dims of the argument's
+    type; GT4Py's inference tells each side's reach): the values of the global stencil
+    computed on one array. Reading a side with no halo is refused, naming the side, from
+    Python and in a compiled step alike."""
+    for program, halo, stencil in (
+        (
+            _wide_in_i,
+            (2, 1),
+            lambda g: sum(
+                c * np.roll(g, s, (0, 1))
+                for c, s in ((1.0, (2, 0)), (3.0, (-2, 0)), (5.0, (0, 1)), (7.0, (0, -1)))
+            ),
+        ),
+        (_east_only, ((0, 1), (0, 0)), lambda g: np.roll(g, -1, 0) - g),
+    ):
+        d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=halo, periodic=True, comm=comm)
+        annotated = gh.halo(a=max(d.halo[0]))(program)
+        i, j = np.meshgrid(*(np.arange(n, dtype=float) for n in GLOBAL_SHAPE), indexing="ij")
+        whole = np.sin(i) + 10.0 * np.cos(j)
+        a = np.zeros(d.allocated_shape)
+        a[d.owned] = whole[d.global_slices]
+        a, b = (gtx.as_field([I, J], x) for x in (a, np.zeros_like(a)))
+        bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+        ex = gh.make_exchange(d)
+        with gh.auto_exchange(ex) as placed:
+            annotated(a, b, *bounds)
+        assert len(placed.exchanges) == 1
+        np.testing.assert_array_equal(b.asnumpy()[d.owned], stencil(whole)[d.global_slices])
+        assert placed_in_step(comm, ex, annotated) == []  # (checked alike; not built here)
+
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=((0, 1), (0, 0)), periodic=True, comm=comm)
+    a, b = (gtx.as_field([I, J], np.zeros(d.allocated_shape)) for _ in range(2))
+    bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+    with (
+        gh.auto_exchange(gh.make_exchange(d)) as placed,
+        pytest.raises(gh.ProgramError, match=r"reads a 1 cell.*halo is 0 wide \(axis 0, lower"),
+    ):
+        gh.halo(a=1)(_west_only)(a, b, *bounds)
+    assert not placed.exchanges
+    with pytest.raises(gh.ProgramError, match=r"halo is 0 wide \(axis 0, lower"):
+        placed_in_step(comm, gh.make_exchange(d), gh.halo(a=1)(_west_only))
 
 
 def test_unstructured_exchanges_placed_per_dim(comm) -> None:

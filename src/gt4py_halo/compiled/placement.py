@@ -361,7 +361,7 @@ class _Placer:
                     "place that exchange by hand"
                 )
             decomposition = self._exchange.decomposition
-            cartesian_width_check(decomposition, program.name, param, width)
+            cartesian_width_check(decomposition, program, param)
             dim = dim_of_param(decomposition, program, param)
             self.halo_reads[argument.id] = dim
             if argument.id not in valid:
