@@ -14,10 +14,11 @@ is a call reading beyond what an earlier call of the program wrote, or where GT4
 tell how far that wrote (no exchange before the program can make those cells valid); where
 GT4Py cannot tell what a call reads of an argument (dynamic offsets, ``concat_where``,
 bounds that are no literal offsets of the call's domain, stencils it cannot trace), the
-declared width is taken as it is. Offsets along vertical dims read no halo (they are never
-decomposed). An unstructured argument's dim is
-the dim of the decomposition that its type in the program's signature has (by name, in any
-case: GT4Py's ``Cell`` is the dim ``cell``).
+declared width is taken as it is. Offsets along vertical dims need no declared width
+(vertical dims are taken for never decomposed: where a decomposition splits one or gives it a
+halo, such a read is a ``gh.ProgramError`` at the call unless a width is declared, which
+exchanges it). An unstructured argument's dim is the dim of the decomposition that its type
+in the program's signature has (by name, in any case: GT4Py's ``Cell`` is the dim ``cell``).
 
 Inside ``with gh.auto_exchange(ex) as placed:`` calls of annotated programs exchange lazily:
 each field's halo is valid after an exchange and stale once a program writes it (a field seen
@@ -79,12 +80,13 @@ class Annotated:
         self.program = program
         self.name = str(past.id)
         self.params = [str(p.id) for p in past.params]
-        #: The dims of each field argument, by the program's signature.
-        self.param_dims = {
-            str(p.id): tuple(d.value for d in p.type.dims)
-            for p in past.params
-            if hasattr(getattr(p, "type", None), "dims")
-        }
+        #: The dims of each field argument (or tuple of fields of the same dims), by the
+        #: program's signature, and which of all those are vertical.
+        dims = {str(p.id): _type_dims(getattr(p, "type", None)) for p in past.params}
+        self.param_dims = {n: tuple(d.value for d in ds) for n, ds in dims.items() if ds}
+        self.vertical = frozenset(
+            d.value for ds in dims.values() for d in ds or () if d.kind.value == "vertical"
+        )
         unknown = sorted(set(widths) - set(self.params))
         if unknown:
             raise ProgramError(f"gh.halo on {self.name}: no argument named {', '.join(unknown)}")
@@ -92,15 +94,21 @@ class Annotated:
         #: The arguments the program writes (its ``out=``).
         self.writes = frozenset(_written(past))
         #: How far beyond the domain it writes the program reads each argument, per side of
-        #: each horizontal dim (``read_reaches``); arguments GT4Py cannot tell left out.
+        #: each dim (``read_reaches``); arguments GT4Py cannot tell left out.
         self.reaches = read_reaches(self.name, _calls(gt4py_program))
-        for name, reach in self.reaches.items():
-            if self.widths.get(name, 0) < (read := max([0, *reach.values()])):
+        for name in self.reaches:
+            if self.widths.get(name, 0) < (read := self.horizontal_reach(name)):
                 raise ProgramError(
                     f"gh.halo on {self.name}: it reads {name} {read} cell(s) (or neighbour "
                     f"tables) beyond the domain it writes, declared {self.widths.get(name, 0)}: "
                     f"@gh.halo({name}={read}, ...)"
                 )
+
+    def horizontal_reach(self, name: str) -> int:
+        """How far the program reads argument ``name`` on its widest horizontal side, as
+        GT4Py infers it (0 where it cannot tell)."""
+        reach = self.reaches.get(name, {})
+        return max([0, *(cells for side, cells in reach.items() if side[:-1] not in self.vertical)])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(self.params, args)) | kwargs
@@ -211,12 +219,13 @@ class Tracker:
         self.exchanges: list[Placed] = []
 
     def before(self, program: Annotated, bound: dict[str, Any]) -> None:
+        for name in (program.widths.keys() | program.reaches.keys()) & bound.keys():
+            cartesian_width_check(self._decomposition, program, name)
         stale: dict[str | None, list[tuple[str, Any]]] = {}
         for name, width in program.widths.items():
             field = bound.get(name)
             if width == 0 or field is None:
                 continue
-            cartesian_width_check(self._decomposition, program, name)
             dim = dim_of_param(self._decomposition, program, name)
             known = stale.get(dim, [])
             for part in field if isinstance(field, (tuple, list)) else (field,):  # (a tuple arg)
@@ -237,27 +246,49 @@ def cartesian_width_check(decomposition: Any, program: Annotated, name: str) -> 
     """A ``ProgramError`` if ``program`` reads argument ``name`` further into its halo than a
     cartesian decomposition's halo reaches, on some side of an axis with a halo or split over
     ranks (a program reading across an axis split without a halo reads cells no exchange
-    fills; an axis neither split nor with a halo is nobody's to exchange). How far it reads
-    on each side: the reach GT4Py inferred for the dim of the argument's type that the axis
-    is (``Annotated.reaches``), else, and where the declared width is wider than any of
-    those (the author knows of a read GT4Py does not see), the declared width."""
+    fills; an axis neither split nor with a halo is nobody's to exchange), or reads along a
+    vertical dim across such an axis with no width declared (vertical reads need none, as
+    vertical dims are taken for never decomposed: no exchange would fill that halo). How far
+    it reads on each side: the reach GT4Py inferred for the dim of the argument's type that
+    the axis is (``Annotated.reaches``), else, and on horizontal dims where the declared
+    width is wider than every horizontal side inferred (the author knows of a read GT4Py
+    does not see), the declared width."""
     if getattr(decomposition, "dims", None) is not None:
         return  # unstructured: a width above 0 needs the dim's halo, whatever it holds
-    width, reach = program.widths[name], program.reaches.get(name)
-    if reach is not None and width > max([0, *reach.values()]):
-        reach = None
+    width, reach = program.widths.get(name, 0), program.reaches.get(name)
+    declared = reach is None or width > program.horizontal_reach(name)
     dims = program.param_dims.get(name, ())
     for axis, (sides, blocks) in enumerate(zip(decomposition.halo, decomposition.proc_grid)):
         if not (any(sides) or blocks > 1):
             continue
+        dim = dims[axis] if axis < len(dims) else None
+        vertical = dim in program.vertical
         for side, have in zip("-+", sides):
-            wants = width if reach is None or axis >= len(dims) else reach.get(dims[axis] + side, 0)
+            if reach is None or dim is None or (declared and not vertical):
+                wants = width
+            else:
+                wants = reach.get(dim + side, 0)
+            where = f"axis {axis}, {'lower' if side == '-' else 'upper'} side"
             if wants > have:
                 raise ProgramError(
                     f"{program.name} reads {name} {wants} cell(s) into its halo; the "
-                    f"decomposition's halo is {have} wide (axis {axis}, "
-                    f"{'lower' if side == '-' else 'upper'} side)"
+                    f"decomposition's halo is {have} wide ({where})"
                 )
+            if vertical and wants and not width:
+                raise ProgramError(
+                    f"{program.name} reads {name} {wants} cell(s) along {dim}, a vertical dim, "
+                    f"into the decomposition's halo ({where}), with no width declared: "
+                    f"@gh.halo({name}=...) so that it is exchanged"
+                )
+
+
+def _type_dims(type_: Any) -> tuple[Any, ...] | None:
+    """The dims of a field type, or of a tuple type whose fields all have the same; None
+    for any other type."""
+    if hasattr(type_, "dims"):
+        return tuple(type_.dims)
+    parts = [_type_dims(t) for t in getattr(type_, "types", ())]
+    return parts[0] if parts and parts[0] and all(p == parts[0] for p in parts) else None
 
 
 def dim_of_param(decomposition: Any, program: Annotated, name: str) -> str | None:
@@ -336,8 +367,7 @@ class _Call:
 
 def read_reaches(name: str, calls: list[_Call]) -> dict[str, Reach]:
     """Per argument the program (named ``name``) reads before writing it, how far beyond the
-    domain of a call it is read, per side of each horizontal dim: each call counts
-    from its own domain, through the temporaries earlier calls computed for it (a temporary
+    domain of a call it is read, per side of each dim: each call counts from its own domain, through the temporaries earlier calls computed for it (a temporary
     on an extended domain reads its inputs further by as much). Cartesian programs by GT4Py's
     domain inference (cells), unstructured ones by the neighbour tables GT4Py's shift tracing
     finds between an argument and the output (1: the neighbours of the entries written).
@@ -448,8 +478,7 @@ def _symbols(expr: Any) -> set[str]:
 
 def _reach_from(frames: tuple[Any, ...] | None, read: Any) -> Reach | None:
     """How far ``read`` (a domain, or neighbour tables) reaches beyond the domains
-    ``frames``, per side of each horizontal dim where it does (vertical ones are not
-    decomposed); None where GT4Py cannot tell."""
+    ``frames``, per side of each dim where it does; None where GT4Py cannot tell."""
     if isinstance(read, int):
         return {"": read}
     if frames is None:
@@ -457,11 +486,10 @@ def _reach_from(frames: tuple[Any, ...] | None, read: Any) -> Reach | None:
     reaches = [_reach(frame, read) for frame in frames]
     if None in reaches:
         return None
-    vertical = {d.value for f in frames for d in f.ranges if d.kind == "vertical"}
     sides: Reach = {}
     for reach in reaches:
         for side, cells in reach.items():
-            if side[:-1] not in vertical and cells > 0:
+            if cells > 0:
                 sides[side] = max(sides.get(side, 0), cells)
     return sides
 
@@ -517,16 +545,10 @@ def _calls(program: Any) -> list[_Call]:
         known = program._all_closure_vars.items()
     except Exception:  # noqa: BLE001 - (no GT4Py program of ours: its offsets unknown)
         known = None
-    offsets = {
-        n: o.source
-        for n, o in known or ()
-        if isinstance(o, gtx.FieldOffset) and tuple(o.target) == (o.source,)
-    }
-    tables = (
-        None
-        if known is None
-        else frozenset(n for n, o in known if isinstance(o, gtx.FieldOffset) and len(o.target) == 2)
-    )
+    # by the offsets' own names, which GT4Py's IR uses (not the Python names they are bound to)
+    fields = [o for _, o in known or () if isinstance(o, gtx.FieldOffset)]
+    offsets = {o.value: o.source for o in fields if tuple(o.target) == (o.source,)}
+    tables = None if known is None else frozenset(o.value for o in fields if len(o.target) == 2)
 
     def flat(expr: Any) -> list[Any]:  # the elements of a tuple of outputs, or of domains
         if cpm.is_call_to(expr, "make_tuple"):

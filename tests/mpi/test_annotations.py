@@ -130,6 +130,52 @@ def _east_only(a: IJField, b: IJField, i0: gtx.int32, i1: gtx.int32, j0: gtx.int
     _east(a, out=b, domain={I: (i0, i1), J: (j0, j1)})
 
 
+@gtx.field_operator
+def _east_of_pair(a: tuple[IJField, IJField]) -> IJField:
+    return a[0](I + 1) - a[1]
+
+
+@gtx.program
+def _tuple_in(
+    a: tuple[IJField, IJField],
+    b: IJField,
+    i0: gtx.int32,
+    i1: gtx.int32,
+    j0: gtx.int32,
+    j1: gtx.int32,
+):
+    _east_of_pair(a, out=b, domain={I: (i0, i1), J: (j0, j1)})
+
+
+East = gtx.FieldOffset("Ioff", source=I, target=(I,))  # (a Python name not the offset's)
+
+
+@gtx.field_operator
+def _named_east(a: IJField) -> IJField:
+    return a(East[1]) - a
+
+
+@gtx.program
+def _named_east_only(
+    a: IJField, b: IJField, i0: gtx.int32, i1: gtx.int32, j0: gtx.int32, j1: gtx.int32
+):
+    _named_east(a, out=b, domain={I: (i0, i1), J: (j0, j1)})
+
+
+K = gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
+IKField = gtx.Field[gtx.Dims[I, K], gtx.float64]
+
+
+@gtx.field_operator
+def _up_down(a: IKField) -> IKField:
+    return a(K + 1) - 2.0 * a(K - 1)
+
+
+@gtx.program
+def _vertical(a: IKField, b: IKField, i0: gtx.int32, i1: gtx.int32, k0: gtx.int32, k1: gtx.int32):
+    _up_down(a, out=b, domain={I: (i0, i1), K: (k0, k1)})
+
+
 @gtx.program
 def _west_only(a: IJField, b: IJField, i0: gtx.int32, i1: gtx.int32, j0: gtx.int32, j1: gtx.int32):
     _west_difference(a, out=b, domain={I: (i0, i1), J: (j0, j1)})
@@ -198,6 +244,8 @@ def test_a_width_smaller_than_the_program_reads_is_refused(diffusion) -> None:
     example = load_example(Path(__file__).resolve().parents[2] / "examples/unstructured_step.py")
     with pytest.raises(gh.ProgramError, match=r"average_from_edges: it reads e 1 .*declared 0"):
         gh.halo(c=1)(example.average_from_edges)
+    with pytest.raises(gh.ProgramError, match=r"_named_east_only: it reads a 1 cell.*declared 0"):
+        gh.halo()(_named_east_only)  # (a named offset, by the name GT4Py's IR gives it)
     with pytest.raises(gh.ProgramError, match="no argument named x"):
         gh.halo(u=1, x=2)(diffusion.diffusion_step)
     with pytest.raises(gh.ProgramError, match="must be an int >= 0"):
@@ -259,8 +307,8 @@ def placed_in_step(comm, ex, annotated) -> list:
 
 def test_reads_checked_per_side_of_each_axis(comm) -> None:
     """A stencil reading ``I +- 2`` and ``J +- 1`` runs on ``halo=(2, 1)``, one reading
-    ``I + 1`` alone on a halo on that side only (the axes are the dims of the argument's
-    type; GT4Py's inference tells each side's reach): the values of the global stencil
+    ``I + 1`` alone on a halo on that side only, and so does a tuple of fields (the axes
+    are the dims of the argument's type; GT4Py's inference tells each side's reach): the values of the global stencil
     computed on one array. Reading a side with no halo is refused, naming the side, from
     Python and in a compiled step alike."""
     for program, halo, stencil in (
@@ -273,6 +321,7 @@ def test_reads_checked_per_side_of_each_axis(comm) -> None:
             ),
         ),
         (_east_only, ((0, 1), (0, 0)), lambda g: np.roll(g, -1, 0) - g),
+        (_tuple_in, ((0, 1), (0, 0)), lambda g: np.roll(g, -1, 0) - g),
     ):
         d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=halo, periodic=True, comm=comm)
         annotated = gh.halo(a=max(d.halo[0]))(program)
@@ -284,10 +333,11 @@ def test_reads_checked_per_side_of_each_axis(comm) -> None:
         bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
         ex = gh.make_exchange(d)
         with gh.auto_exchange(ex) as placed:
-            annotated(a, b, *bounds)
+            annotated((a, a) if program is _tuple_in else a, b, *bounds)
         assert len(placed.exchanges) == 1
         np.testing.assert_array_equal(b.asnumpy()[d.owned], stencil(whole)[d.global_slices])
-        assert placed_in_step(comm, ex, annotated) == []  # (checked alike; not built here)
+        if program is not _tuple_in:
+            assert placed_in_step(comm, ex, annotated) == []  # (checked alike; not built here)
 
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=((0, 1), (0, 0)), periodic=True, comm=comm)
     a, b = (gtx.as_field([I, J], np.zeros(d.allocated_shape)) for _ in range(2))
@@ -300,6 +350,41 @@ def test_reads_checked_per_side_of_each_axis(comm) -> None:
     assert not placed.exchanges
     with pytest.raises(gh.ProgramError, match=r"halo is 0 wide \(axis 0, lower"):
         placed_in_step(comm, gh.make_exchange(d), gh.halo(a=1)(_west_only))
+
+
+def test_vertical_reads_across_a_decomposed_axis(comm) -> None:
+    """Vertical reads need no declared width, as vertical dims are taken for never
+    decomposed; on a decomposition that gives one a halo (and splits it over the ranks) a
+    vertical read without a width is refused at the call, on every rank, before anything is
+    posted, and with a width it is exchanged: the global stencil's values. Split without a
+    halo, refused either way (no exchange fills those cells)."""
+    shape = (5, 12)
+    k_halo = gh.CartesianDecomposition(shape, halo=((0, 0), (1, 1)), periodic=True, comm=comm)
+    assert k_halo.proc_grid == (1, comm.size)
+    i, k = np.meshgrid(*(np.arange(n, dtype=float) for n in shape), indexing="ij")
+    whole = np.sin(i) + 10.0 * np.cos(k)
+    a = np.zeros(k_halo.allocated_shape)
+    a[k_halo.owned] = whole[k_halo.global_slices]
+    a, b = (gtx.as_field([I, K], x) for x in (a, np.zeros_like(a)))
+    bounds = [gtx.int32(x) for s in k_halo.owned for x in (s.start, s.stop)]
+    ex = gh.make_exchange(k_halo)
+    before = b.asnumpy().copy()
+    with gh.auto_exchange(ex) as placed:
+        with pytest.raises(gh.ProgramError, match=r"along K, a vertical dim.*axis 1.*@gh.halo\(a="):
+            gh.halo()(_vertical)(a, b, *bounds)
+        np.testing.assert_array_equal(b.asnumpy(), before)
+        gh.halo(a=1)(_vertical)(a, b, *bounds)
+    assert len(placed.exchanges) == 1
+    expected = np.roll(whole, -1, 1) - 2.0 * np.roll(whole, 1, 1)
+    np.testing.assert_array_equal(b.asnumpy()[k_halo.owned], expected[k_halo.global_slices])
+
+    if comm.size > 1:
+        split = gh.CartesianDecomposition(
+            shape, halo=((1, 1), (0, 0)), periodic=True, proc_grid=(1, comm.size), comm=comm
+        )
+        for width in (0, 1):
+            with pytest.raises(gh.ProgramError, match=r"halo is 0 wide \(axis 1"):
+                placed_in_step(comm, gh.make_exchange(split), gh.halo(a=width)(_vertical))
 
 
 def test_unstructured_exchanges_placed_per_dim(comm) -> None:

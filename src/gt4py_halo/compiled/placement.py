@@ -349,6 +349,9 @@ class _Placer:
         block: _Block,
     ) -> tuple[list, frozenset]:
         arguments = _arguments(call, program.params)
+        decomposition = self._exchange.decomposition
+        for param in (program.widths.keys() | program.reaches.keys()) & arguments.keys():
+            cartesian_width_check(decomposition, program, param)
         stale: dict[str | None, list[str]] = {}
         for param, width in program.widths.items():
             if width == 0 or param not in arguments:
@@ -360,8 +363,6 @@ class _Placer:
                     f"argument {param}, given as an expression: pass a field by name, or "
                     "place that exchange by hand"
                 )
-            decomposition = self._exchange.decomposition
-            cartesian_width_check(decomposition, program, param)
             dim = dim_of_param(decomposition, program, param)
             self.halo_reads[argument.id] = dim
             if argument.id not in valid:
