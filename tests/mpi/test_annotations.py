@@ -294,6 +294,17 @@ def test_an_axis_split_without_a_halo_refuses_a_width(diffusion, comm) -> None:
     assert len(placed.exchanges) == (0 if split else 1)
 
 
+def global_and_local(d: gh.CartesianDecomposition, dims: tuple) -> tuple:
+    """A global 2-D array of distinct values, this rank's field ``a`` of ``dims`` holding its
+    owned part (halo 0), a zero field ``b``, and the owned bounds as the programs take them."""
+    i, j = np.meshgrid(*(np.arange(n, dtype=float) for n in d.global_shape), indexing="ij")
+    whole = np.sin(i) + 10.0 * np.cos(j)
+    a = np.zeros(d.allocated_shape)
+    a[d.owned] = whole[d.global_slices]
+    a, b = (gtx.as_field(list(dims), x) for x in (a, np.zeros_like(a)))
+    return whole, a, b, [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+
+
 def placed_in_step(comm, ex, annotated) -> list:
     """The exchanges placed in a step calling ``annotated`` once (none: its argument is
     valid at the step's start), after the same checks as at a call from Python."""
@@ -325,12 +336,7 @@ def test_reads_checked_per_side_of_each_axis(comm) -> None:
     ):
         d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=halo, periodic=True, comm=comm)
         annotated = gh.halo(a=max(d.halo[0]))(program)
-        i, j = np.meshgrid(*(np.arange(n, dtype=float) for n in GLOBAL_SHAPE), indexing="ij")
-        whole = np.sin(i) + 10.0 * np.cos(j)
-        a = np.zeros(d.allocated_shape)
-        a[d.owned] = whole[d.global_slices]
-        a, b = (gtx.as_field([I, J], x) for x in (a, np.zeros_like(a)))
-        bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
+        whole, a, b, bounds = global_and_local(d, (I, J))
         ex = gh.make_exchange(d)
         with gh.auto_exchange(ex) as placed:
             annotated((a, a) if program is _tuple_in else a, b, *bounds)
@@ -361,12 +367,7 @@ def test_vertical_reads_across_a_decomposed_axis(comm) -> None:
     shape = (5, 12)
     k_halo = gh.CartesianDecomposition(shape, halo=((0, 0), (1, 1)), periodic=True, comm=comm)
     assert k_halo.proc_grid == (1, comm.size)
-    i, k = np.meshgrid(*(np.arange(n, dtype=float) for n in shape), indexing="ij")
-    whole = np.sin(i) + 10.0 * np.cos(k)
-    a = np.zeros(k_halo.allocated_shape)
-    a[k_halo.owned] = whole[k_halo.global_slices]
-    a, b = (gtx.as_field([I, K], x) for x in (a, np.zeros_like(a)))
-    bounds = [gtx.int32(x) for s in k_halo.owned for x in (s.start, s.stop)]
+    whole, a, b, bounds = global_and_local(k_halo, (I, K))
     ex = gh.make_exchange(k_halo)
     before = b.asnumpy().copy()
     with gh.auto_exchange(ex) as placed:
