@@ -597,6 +597,27 @@ def test_a_write_through_a_view_is_a_write_of_the_field(diffusion, comm) -> None
         np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
 
 
+def test_a_write_through_a_call_s_result_is_a_write_of_its_array(diffusion, comm) -> None:
+    """In a step, a name given a call's result over a field (``x = v.reshape(s)``, a view)
+    is the field's: a program writing ``x`` makes ``v`` stale, and the exchange of ``v``
+    its next reader needs is started after that write (it was placed nowhere: the reader
+    read the halo ``v`` had before the write; or, ``x`` made before the write, started
+    before it: messages of the old values). Placement alone, no build."""
+    _, ex, _, diffuse = torus(diffusion)
+
+    @gh.program(comm=comm, exchange=ex)
+    def step(u, v, w, i0, i1, j0, j1):
+        ex.exchange(v)
+        x = v.reshape(w.shape)
+        diffuse(u, x, i0, i1, j0, j1)  # writes v
+        diffuse(v, w, i0, i1, j0, j1)  # reads v's halo
+
+    first = step.__wrapped__.__code__.co_firstlineno  # (the decorator's line)
+    assert [(p.fields, p.line, p.started) for p in step.exchange_report()] == [
+        (("v",), first + 5, first + 4)
+    ]
+
+
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_compiled_unstructured_step_from_annotations_only(comm, backend) -> None:
     """The unstructured step with no exchange written: a cell exchange before the first

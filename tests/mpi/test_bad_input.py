@@ -532,6 +532,50 @@ def test_compiled_step_of_an_exchange_of_a_view(comm):
         sliced(filled_local(d, (2,), np.float64))
 
 
+def test_compiled_step_refuses_rebinding_an_array_argument(comm):
+    """``a = b`` in a step: DaCe compiles a copy into ``a``'s array where Python binds the
+    name to ``b``'s; ``x, y = y, x``: DaCe assigns one element after the other, numbers too.
+    The arrays ended with other values than the same function gives in Python. A
+    ``ProgramError`` naming the line, on every rank, before anything runs; a temporary for
+    numbers is fine."""
+    d = gh.CartesianDecomposition((12, 10), halo=1, periodic=True)
+    ex = gh.make_exchange(d)
+
+    def rebound(a, b, n):
+        for _ in range(n):
+            ex.exchange(a)
+            b[1:-1, 1:-1] = a[:-2, 1:-1] + 1.0
+            t = a
+            a = b
+            b = t
+
+    def swapped(a, x, y):
+        x, y = y, x
+        a[0, 0] = x - y
+
+    a, b = filled_local(d, (), np.float64), filled_local(d, (), np.float64)
+    before = a.copy(), b.copy()
+    for function, args, what in (
+        (rebound, (a, b, 3), "`a = b` assigns to a, an array argument"),
+        (swapped, (a, 1.0, 3.0), r"`x, y = \(y, x\)`: DaCe assigns the tuple's elements one"),
+    ):
+        line = function.__code__.co_firstlineno + (5 if function is rebound else 1)
+        with pytest.raises(gh.ProgramError, match=rf"{function.__name__}, line {line}: {what}"):
+            gh.program(function, comm=comm)(*args)
+        np.testing.assert_array_equal(a, before[0])
+        np.testing.assert_array_equal(b, before[1])
+
+    @gh.program(comm=comm)
+    def through_a_temporary(a, x, y):
+        t = x
+        x = y
+        y = t
+        a[0, 0] = x - y
+
+    through_a_temporary(a, 1.0, 3.0)
+    assert a[0, 0] == 2.0
+
+
 def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     """A list (which DaCe would convert into a temporary array that a repeated call reads and
     writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the

@@ -495,7 +495,8 @@ def _written_names(statement: ast.stmt) -> frozenset[str]:
 
 def _aliases(definition: ast.FunctionDef) -> dict[str, frozenset[str]]:
     """Per name, the names that may refer to the same array: a name given another's array or
-    a view of it (``a = u``, ``a = u[1:]``, ``a, b = u, v``, ``for f in (u, v)``), linked both
+    a view of it (``a = u``, ``a = u[1:]``, ``a, b = u, v``, ``for f in (u, v)``, ``a =
+    u.reshape(s)``: a call's result is taken for a view of its object and arguments), linked both
     ways and transitively. Placement follows fields by name: a write through one makes all
     of them stale."""
     groups: dict[str, set[str]] = {}
@@ -533,6 +534,9 @@ def _arrays_in(value: ast.expr) -> set[str]:
         return set().union(*map(_arrays_in, value.elts))
     if isinstance(value, ast.IfExp):
         return _arrays_in(value.body) | _arrays_in(value.orelse)
+    if isinstance(value, ast.Call):  # a view of its object or arguments, maybe (u.reshape(s))
+        parts = [value.func, *value.args, *(k.value for k in value.keywords)]
+        return set().union(*map(_arrays_in, parts))
     return set()
 
 

@@ -18,6 +18,7 @@ buffers are sized for the shapes).
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
 import ctypes
@@ -27,8 +28,10 @@ import hashlib
 import inspect
 import json
 import logging
+import numbers
 import os
 import re
+import textwrap
 import warnings
 import zlib
 from collections.abc import Callable, Iterator
@@ -176,6 +179,11 @@ class Program:
         if self._exchange is None:
             return None
         return place_exchanges(self.__wrapped__, self._exchange)
+
+    @functools.cached_property
+    def _assignments(self) -> list[tuple[int, str, list[str], bool]]:
+        """The step's assignments to plain names (``name_assignments``)."""
+        return name_assignments(self.__wrapped__)
 
     @functools.cached_property
     def _dace_program(self) -> Any:
@@ -380,6 +388,9 @@ class Program:
             if failure is not None:
                 raise failure
             _check_kinds(self._dace_program.argnames, values)
+            _check_no_rebinding(
+                self.__name__, self._assignments, self._dace_program.argnames, values
+            )
             rebound = _native.rebound(self._bindings)
             if rebound >= 0:
                 raise self._rebound(rebound)
@@ -871,6 +882,89 @@ def _check_parameters(function: Callable[..., None]) -> None:
             "in: a later change is a ProgramError at the next call; a later run builds for its "
             "value)"
         )
+
+
+def name_assignments(function: Callable[..., None]) -> list[tuple[int, str, list[str], bool]]:
+    """(line in its file, source, the names it binds, whether DaCe would bind them otherwise
+    than Python: ``_in_turn``) of each assignment to plain names in ``function``'s body
+    (``a = ...``, ``a, b = b, a``); none where its source is unknown."""
+    try:
+        lines, first = inspect.getsourcelines(function)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    found = []
+    for node in ast.walk(tree.body[0]):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
+        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        names = [n for n in names if not any(_subscripted(t, n) for t in targets)]
+        if names:
+            found.append((first + node.lineno - 1, ast.unparse(node), names, _in_turn(node)))
+    return found
+
+
+def _in_turn(node: ast.Assign | ast.AnnAssign) -> bool:
+    """Whether ``node`` assigns a tuple whose elements read names it binds before them
+    (``x, y = y, x``): DaCe assigns the elements one after another, so a later one reads
+    what an earlier one bound, where Python evaluates the whole tuple first."""
+    targets, value = getattr(node, "targets", [None]), node.value
+    if len(targets) != 1 or not isinstance(targets[0], ast.Tuple):
+        return False
+    if not isinstance(value, ast.Tuple) or len(value.elts) != len(targets[0].elts):
+        return False
+    bound: set[str] = set()
+    for target, element in zip(targets[0].elts, value.elts):
+        if any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(element)):
+            return True
+        bound |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return False
+
+
+def _subscripted(target: ast.AST, name: str) -> bool:
+    """Whether ``name`` occurs in ``target`` inside a subscript or attribute (``a[i] = ...``:
+    a write into ``a``, or an index), not as a name bound."""
+    for node in ast.walk(target):
+        if isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)) and any(
+            isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)
+        ):
+            return True
+    return False
+
+
+def _check_no_rebinding(
+    step: str, assignments: list[tuple[int, str, list[str], bool]], names: list, values: list
+) -> None:
+    """A ``ProgramError`` where the step assigns to the name of an argument that is an array
+    (``a = b``, ``a = a + 1``): DaCe compiles that as a copy into the argument's array, where
+    Python binds the name to another array and leaves the argument's as it was; or assigns a
+    tuple whose elements read names it binds before them (``x, y = y, x``, numbers too):
+    DaCe assigns them one after another. Either way the step would end with other values
+    than the same function gives in Python."""
+    arrays = {n for n, v in zip(names, values) if not isinstance(v, (numbers.Number, np.generic))}
+    for line, source, bound, in_turn in assignments:
+        argument = next((n for n in bound if n in arrays), None)
+        if in_turn:
+            raise ProgramError(
+                f"{step}, line {line}: `{source}`: DaCe assigns the tuple's elements one after "
+                "another (a later one reads what an earlier one bound; Python evaluates the "
+                "whole tuple first), so the step would compute other values. Use a temporary "
+                "for numbers; swap arrays between calls of the step (P(a, b); P(b, a) in a "
+                "loop's turn, for two)"
+            )
+        if argument is not None:
+            raise ProgramError(
+                f"{step}, line {line}: `{source}` assigns to {argument}, an array argument "
+                f"of the step: DaCe compiles that as a copy into {argument}'s array (Python "
+                "would bind the name to another array and leave that one as it was), so the "
+                f"arrays would end with other values. Write into it ({argument}[...] = ...), "
+                "use another name, or swap arrays between calls of the step (P(a, b); P(b, a) "
+                "in a loop's turn, for two)"
+            )
 
 
 def build_digest(sdfg: dace.SDFG) -> str:
