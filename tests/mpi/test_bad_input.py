@@ -576,6 +576,30 @@ def test_compiled_step_refuses_rebinding_an_array_argument(comm):
     assert a[0, 0] == 2.0
 
 
+def test_compiled_step_refuses_reshaping_an_array_not_c_contiguous(comm):
+    """DaCe takes a reshape for a view of a C-contiguous array: of an F-ordered array (or a
+    GT4Py field, or a view with steps) the step read other elements than NumPy's reshape,
+    silently. A ``ProgramError`` naming the line, on every rank, before anything runs; a
+    C-contiguous array is reshaped as in NumPy."""
+
+    def flat(a, b):
+        x = a.reshape(a.shape)
+        b[:] = x + 1.0
+
+    step = gh.program(flat, comm=comm)
+    b = np.zeros((3, 4))
+    line = flat.__code__.co_firstlineno + 1
+    for a in (
+        np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+        np.arange(24.0).reshape(3, 8)[:, ::2],
+    ):
+        with pytest.raises(gh.ProgramError, match=rf"flat, line {line}: .*a is not C-contiguous"):
+            step(a, b)
+        assert not b.any()
+    step(np.arange(12.0).reshape(3, 4), b)
+    np.testing.assert_array_equal(b, np.arange(12.0).reshape(3, 4) + 1.0)
+
+
 def test_compiled_step_refuses_what_is_no_array_or_number(comm):
     """A list (which DaCe would convert into a temporary array that a repeated call reads and
     writes after it was freed), a tuple, a string or None: a ``FieldError`` naming the

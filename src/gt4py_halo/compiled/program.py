@@ -181,9 +181,9 @@ class Program:
         return place_exchanges(self.__wrapped__, self._exchange)
 
     @functools.cached_property
-    def _assignments(self) -> list[tuple[int, str, list[str], bool]]:
-        """The step's assignments to plain names (``name_assignments``)."""
-        return name_assignments(self.__wrapped__)
+    def _source(self) -> tuple[list, list]:
+        """The step's assignments to plain names and its reshapes (``step_source``)."""
+        return step_source(self.__wrapped__)
 
     @functools.cached_property
     def _dace_program(self) -> Any:
@@ -388,9 +388,7 @@ class Program:
             if failure is not None:
                 raise failure
             _check_kinds(self._dace_program.argnames, values)
-            _check_no_rebinding(
-                self.__name__, self._assignments, self._dace_program.argnames, values
-            )
+            _check_source(self.__name__, *self._source, self._dace_program.argnames, values)
             rebound = _native.rebound(self._bindings)
             if rebound >= 0:
                 raise self._rebound(rebound)
@@ -884,17 +882,31 @@ def _check_parameters(function: Callable[..., None]) -> None:
         )
 
 
-def name_assignments(function: Callable[..., None]) -> list[tuple[int, str, list[str], bool]]:
-    """(line in its file, source, the names it binds, whether DaCe would bind them otherwise
-    than Python: ``_in_turn``) of each assignment to plain names in ``function``'s body
-    (``a = ...``, ``a, b = b, a``); none where its source is unknown."""
+#: Methods and NumPy functions whose result DaCe takes for a view of a C-contiguous array
+_RESHAPES = ("reshape", "ravel")
+
+
+def step_source(function: Callable[..., None]) -> tuple[list, list]:
+    """What ``_check_source`` checks in ``function``'s body, from its source (nothing where
+    that is unknown): (line in its file, source, the names it binds, whether DaCe would bind
+    them otherwise than Python: ``_in_turn``) of each assignment to plain names (``a = ...``,
+    ``a, b = b, a``); (line, source, the name) of each reshape of a name (``u.reshape(s)``,
+    ``np.reshape(u, s)``, ``u.ravel()``)."""
     try:
         lines, first = inspect.getsourcelines(function)
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):
-        return []
-    found = []
+        return [], []
+    found, reshapes = [], []
     for node in ast.walk(tree.body[0]):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            of = func.value if not node.args else node.args[0]
+            if func.attr in _RESHAPES and isinstance(func.value, ast.Name):
+                of = func.value if func.value.id not in ("np", "numpy") else of
+                if isinstance(of, ast.Name):
+                    reshapes.append((first + node.lineno - 1, ast.unparse(node), of.id))
+            continue
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -905,7 +917,7 @@ def name_assignments(function: Callable[..., None]) -> list[tuple[int, str, list
         names = [n for n in names if not any(_subscripted(t, n) for t in targets)]
         if names:
             found.append((first + node.lineno - 1, ast.unparse(node), names, _in_turn(node)))
-    return found
+    return found, reshapes
 
 
 def _in_turn(node: ast.Assign | ast.AnnAssign) -> bool:
@@ -936,16 +948,26 @@ def _subscripted(target: ast.AST, name: str) -> bool:
     return False
 
 
-def _check_no_rebinding(
-    step: str, assignments: list[tuple[int, str, list[str], bool]], names: list, values: list
-) -> None:
-    """A ``ProgramError`` where the step assigns to the name of an argument that is an array
+def _check_source(step: str, assignments: list, reshapes: list, names: list, values: list) -> None:
+    """A ``ProgramError`` where the step reshapes an argument that is an array and not
+    C-contiguous (DaCe takes the result for a view of a C-contiguous array: it read and
+    wrote other elements than NumPy's reshape; GT4Py's fields are not), or where it assigns
+    to the name of an argument that is an array
     (``a = b``, ``a = a + 1``): DaCe compiles that as a copy into the argument's array, where
     Python binds the name to another array and leaves the argument's as it was; or assigns a
     tuple whose elements read names it binds before them (``x, y = y, x``, numbers too):
     DaCe assigns them one after another. Either way the step would end with other values
     than the same function gives in Python."""
     arrays = {n for n, v in zip(names, values) if not isinstance(v, (numbers.Number, np.generic))}
+    scattered = {n for n, v in zip(names, values) if n in arrays and not _c_contiguous(v)}
+    for line, source, name in reshapes:
+        if name in scattered:
+            raise ProgramError(
+                f"{step}, line {line}: `{source}`: {name} is not C-contiguous (a GT4Py field, "
+                "a view with steps, F order), and DaCe reshapes as if it were, reading and "
+                "writing other elements than NumPy would. Index the array as it is, or "
+                "reshape a contiguous copy outside the step"
+            )
     for line, source, bound, in_turn in assignments:
         argument = next((n for n in bound if n in arrays), None)
         if in_turn:
@@ -965,6 +987,12 @@ def _check_no_rebinding(
                 "use another name, or swap arrays between calls of the step (P(a, b); P(b, a) "
                 "in a loop's turn, for two)"
             )
+
+
+def _c_contiguous(value: Any) -> bool:
+    """Whether an array is C-contiguous (one that tells nothing is taken for one)."""
+    flags = getattr(value, "flags", None)
+    return bool(getattr(flags, "c_contiguous", True))
 
 
 def build_digest(sdfg: dace.SDFG) -> str:
