@@ -246,7 +246,8 @@ def cartesian_width_check(decomposition: Any, program: Annotated, name: str) -> 
     """A ``ProgramError`` if ``program`` reads argument ``name`` further into its halo than a
     cartesian decomposition's halo reaches, on some side of an axis with a halo or split over
     ranks (a program reading across an axis split without a halo reads cells no exchange
-    fills; an axis neither split nor with a halo is nobody's to exchange), or reads along a
+    fills; an axis neither split nor with a halo is nobody's to exchange, unless no axis has
+    one: a decomposition without a halo has none to read), or reads along a
     vertical dim across such an axis with no width declared (vertical reads need none, as
     vertical dims are taken for never decomposed: no exchange would fill that halo). How far
     it reads on each side: the reach GT4Py inferred for the dim of the argument's type that
@@ -258,7 +259,14 @@ def cartesian_width_check(decomposition: Any, program: Annotated, name: str) -> 
     width, reach = program.widths.get(name, 0), program.reaches.get(name)
     declared = reach is None or width > program.horizontal_reach(name)
     dims = program.param_dims.get(name, ())
-    for axis, (sides, blocks) in enumerate(zip(decomposition.halo, decomposition.proc_grid)):
+    axes = list(enumerate(zip(decomposition.halo, decomposition.proc_grid)))
+    wants = max(width, program.horizontal_reach(name))
+    if wants > 0 and not any(any(sides) or blocks > 1 for _, (sides, blocks) in axes):
+        raise ProgramError(  # (a single block without any halo)
+            f"{program.name} reads {name} {wants} cell(s) into its halo; the decomposition's "
+            "halo is 0 wide"
+        )
+    for axis, (sides, blocks) in axes:
         if not (any(sides) or blocks > 1):
             continue
         dim = dims[axis] if axis < len(dims) else None
