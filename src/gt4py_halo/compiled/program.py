@@ -900,10 +900,9 @@ def step_source(function: Callable[..., None]) -> tuple[list, list]:
     found, reshapes = [], []
     for node in ast.walk(tree.body[0]):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            func = node.func
-            of = func.value if not node.args else node.args[0]
-            if func.attr in _RESHAPES and isinstance(func.value, ast.Name):
-                of = func.value if func.value.id not in ("np", "numpy") else of
+            if node.func.attr in _RESHAPES and isinstance(node.func.value, ast.Name):
+                numpy_function = node.func.value.id in ("np", "numpy")  # (np.reshape(u, s))
+                of = (node.args or [None])[0] if numpy_function else node.func.value
                 if isinstance(of, ast.Name):
                     reshapes.append((first + node.lineno - 1, ast.unparse(node), of.id))
             continue
@@ -949,15 +948,14 @@ def _subscripted(target: ast.AST, name: str) -> bool:
 
 
 def _check_source(step: str, assignments: list, reshapes: list, names: list, values: list) -> None:
-    """A ``ProgramError`` where the step reshapes an argument that is an array and not
-    C-contiguous (DaCe takes the result for a view of a C-contiguous array: it read and
-    wrote other elements than NumPy's reshape; GT4Py's fields are not), or where it assigns
-    to the name of an argument that is an array
-    (``a = b``, ``a = a + 1``): DaCe compiles that as a copy into the argument's array, where
-    Python binds the name to another array and leaves the argument's as it was; or assigns a
-    tuple whose elements read names it binds before them (``x, y = y, x``, numbers too):
-    DaCe assigns them one after another. Either way the step would end with other values
-    than the same function gives in Python."""
+    """A ``ProgramError`` where the step (``step_source``) reshapes an argument that is an
+    array and not C-contiguous (DaCe takes the result for a view of a C-contiguous array: it
+    read and wrote other elements than NumPy's reshape; GT4Py's fields are not), assigns to
+    the name of an argument that is an array (``a = b``, ``a = a + 1``: DaCe compiles a copy
+    into the argument's array, where Python binds the name to another array and leaves the
+    argument's as it was), or assigns a tuple whose elements read names it binds before them
+    (``x, y = y, x``, numbers too: DaCe assigns them one after another). Each way the step
+    would end with other values than the same function gives in Python."""
     arrays = {n for n, v in zip(names, values) if not isinstance(v, (numbers.Number, np.generic))}
     scattered = {n for n, v in zip(names, values) if n in arrays and not _c_contiguous(v)}
     for line, source, name in reshapes:
