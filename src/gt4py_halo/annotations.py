@@ -215,12 +215,16 @@ class Tracker:
         self._exchange = exchange
         self._decomposition = exchange.decomposition
         self._valid = HaloValidity()
+        #: The (program, argument) pairs checked against the decomposition: once each.
+        self._checked: set[tuple[Annotated, str]] = set()
         #: The exchanges placed, in order.
         self.exchanges: list[Placed] = []
 
     def before(self, program: Annotated, bound: dict[str, Any]) -> None:
         for name in (program.widths.keys() | program.reaches.keys()) & bound.keys():
-            cartesian_width_check(self._decomposition, program, name)
+            if (program, name) not in self._checked:
+                cartesian_width_check(self._decomposition, program, name)
+                self._checked.add((program, name))
         stale: dict[str | None, list[tuple[str, Any]]] = {}
         for name, width in program.widths.items():
             field = bound.get(name)
@@ -257,14 +261,14 @@ def cartesian_width_check(decomposition: Any, program: Annotated, name: str) -> 
     if getattr(decomposition, "dims", None) is not None:
         return  # unstructured: a width above 0 needs the dim's halo, whatever it holds
     width, reach = program.widths.get(name, 0), program.reaches.get(name)
-    declared = reach is None or width > program.horizontal_reach(name)
+    widest = program.horizontal_reach(name)
+    declared = reach is None or width > widest
     dims = program.param_dims.get(name, ())
     axes = list(enumerate(zip(decomposition.halo, decomposition.proc_grid)))
-    wants = max(width, program.horizontal_reach(name))
-    if wants > 0 and not any(any(sides) or blocks > 1 for _, (sides, blocks) in axes):
+    if max(width, widest) > 0 and not any(any(s) or blocks > 1 for _, (s, blocks) in axes):
         raise ProgramError(  # (a single block without any halo)
-            f"{program.name} reads {name} {wants} cell(s) into its halo; the decomposition's "
-            "halo is 0 wide"
+            f"{program.name} reads {name} {max(width, widest)} cell(s) into its halo; the "
+            "decomposition's halo is 0 wide"
         )
     for axis, (sides, blocks) in axes:
         if not (any(sides) or blocks > 1):
@@ -375,8 +379,9 @@ class _Call:
 
 def read_reaches(name: str, calls: list[_Call]) -> dict[str, Reach]:
     """Per argument the program (named ``name``) reads before writing it, how far beyond the
-    domain of a call it is read, per side of each dim: each call counts from its own domain, through the temporaries earlier calls computed for it (a temporary
-    on an extended domain reads its inputs further by as much). Cartesian programs by GT4Py's
+    domain of a call it is read, per side of each dim: each call counts from its own domain,
+    through the temporaries earlier calls computed for it (a temporary on an extended domain
+    reads its inputs further by as much). Cartesian programs by GT4Py's
     domain inference (cells), unstructured ones by the neighbour tables GT4Py's shift tracing
     finds between an argument and the output (1: the neighbours of the entries written).
     Arguments neither tells are left out (their declared width stands).
