@@ -540,9 +540,9 @@ def assert_exact_halos(d: gh.CartesianDecomposition, fields: list, specs: list) 
 def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
     """A periodic axis held by one rank: the two faces across the fields' unit-stride axis are
     copied by one map (``ArenaLowering._self_pairs``; axis 1 of C-ordered fields, axis 0 of
-    Fortran-ordered and GT4Py's default ones), in an exchange of two field groups one map for
-    both: exact halos, blocking and split phase, with levels, uneven blocks; 7 self-copy maps
-    for the 8 directions of each exchange."""
+    Fortran-ordered and GT4Py's default ones), a map per field (none fused, also not of two
+    fields of one group or two groups): exact halos, blocking and split phase, with levels,
+    uneven blocks; 7 self-copy maps for the 8 directions of each field."""
     grid = (comm.size, 1) if split == 0 else (1, comm.size)
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, proc_grid=grid, comm=comm)
     ex = gh.make_exchange(d)
@@ -561,7 +561,7 @@ def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
     copy_maps = lowered_labels(step.fusion_report(*fields).copy_maps)
     nodes = [n for n, _ in step.to_sdfg(*fields).all_nodes_recursive()]
     maps = [n.map.label for n in nodes if isinstance(n, dace.nodes.MapEntry)]
-    assert sum(copy_maps[m].kind == "self" for m in maps if m in copy_maps) == 3 * 7
+    assert sum(copy_maps[m].kind == "self" for m in maps if m in copy_maps) == 5 * 7
     for _ in range(2):
         fields = local_fields(d, specs)
         step(*fields)
@@ -850,6 +850,54 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
             got = field if isinstance(field, np.ndarray) else field.asnumpy()
             np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
         fields = fresh()
+
+
+@pytest.mark.parametrize("min_bytes", [1, None], ids=["in-place", "packed"])
+@pytest.mark.parametrize("periodic", [True, False], ids=["periodic", "open"])
+def test_faces_carry_the_halo_of_an_axis_that_wraps(comm, min_bytes, periodic) -> None:
+    """Axis 1 periodic and held whole by every rank (``proc_grid=(size, 1)``): a blocking
+    exchange copies its halo first and sends each face across axis 0 as whole planes, the
+    corners in them (``arenas.wrapped_box``); a split pair in the same step sends the plain
+    boxes and copies after. Axis 0 periodic or open (on one rank: every direction is the
+    rank itself, or beyond an open boundary), asymmetric halos, uneven blocks, levels,
+    C-ordered fields in place (a run per halo layer) and packed, a field padded on odd ranks
+    in the same arena, GT4Py's default fields; and a producer map writing a whole field, its
+    halo too, right before the blocking exchange: its values of axis 1's halo are stale, so
+    it packs nothing itself. Exact halos at two calls, on new arrays at the second."""
+    d = gh.CartesianDecomposition(
+        (19, 13),
+        halo=((2, 1), (1, 2)),
+        periodic=(periodic, True),
+        proc_grid=(comm.size, 1),
+        comm=comm,
+    )
+    ex = gh.make_exchange(d)
+
+    def step(a, b, c, e, f, g):
+        for i, j, k in dace.map[0 : a.shape[0], 0 : a.shape[1], 0 : a.shape[2]]:
+            b[i, j, k] = a[i, j, k] * 2.0
+        ex.exchange(b, e, f, g)
+        h = ex.start(c)
+        h.finish()
+
+    compiled = gh.program(step, comm=comm, in_place_min_bytes=min_bytes, pack_in_producers=True)
+    specs = [((4,), np.float64, "C"), ((4,), np.float64, "C"), ((4,), np.int32, "C")]
+    specs.append(((4,), np.float32, "C"))
+    specs.append(((4,), np.float32, "P" if comm.rank % 2 else "C"))  # shares e's arena
+    specs.append(((3,), np.float64, "gt4py"))
+    fields = local_fields(d, specs)
+    assert compiled.fusion_report(*fields).producers, "the map writes b's send arena"
+    for _ in range(2):
+        compiled(*fields)
+        for n, (field, (levels, dtype, _)) in enumerate(zip(fields, specs)):
+            got = field if isinstance(field, np.ndarray) else field.asnumpy()
+            expected = expected_local(d, levels, dtype)
+            if n == 0:  # a: read only
+                expected = filled_local(d, levels, dtype)
+            if n == 1:  # b: twice a, halos beyond an open boundary too
+                expected = expected * 2
+            np.testing.assert_array_equal(got, expected)
+        fields = local_fields(d, specs)
 
 
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dace
 import numpy as np
 
+from gt4py_halo.compiled.arenas import wrapped_box
 from gt4py_halo.compiled.in_place import box_runs
 from gt4py_halo.compiled.last_call import element_strides
 from gt4py_halo.compiled.program import _arrays_described, _layouts_of, _symbolic_descriptor
@@ -87,3 +88,30 @@ def test_packed_runs_are_the_segment_back_to_back() -> None:
 def test_fortran_ordered_fields_are_not_cut() -> None:
     """Runs are C-ordered, as the arena segments are: other layouts are always packed."""
     assert face(descriptor(np.zeros((70, 134, 80), order="F")), axis=1) is None
+
+
+def test_faces_across_an_axis_that_wraps_are_whole_planes() -> None:
+    """A face across axis 0 widened across the halo of axis 1 where axis 1 wraps onto the
+    rank (``arenas.wrapped_box``, its wrap symbol 1 at run time): one run of HALO whole planes
+    per field; where it does not (0), the owned rows as before. Where axis 1 is padded, the
+    planes are not dense in the field (the rank packs them), the rows still are."""
+    wrap = dace.symbol("w1", dace.int64)
+
+    def wrapped_face(desc):
+        owned = [n - 2 * HALO for n in desc.shape[:2]]
+        halo = ((HALO, HALO), (HALO, HALO))
+        bounds = wrapped_box(owned, halo, (-1, 0), True, [0, wrap])
+        starts = [a for a, _ in bounds] + [0]
+        extents = [b - a for a, b in bounds] + [desc.shape[2]]
+        return box_runs(desc, starts, extents, {"w1"})
+
+    plain, padded = np.zeros((70, 134, 80)), np.zeros((70, 140, 80))[:, :134]
+    for array, planes_dense in ((plain, True), (padded, False)):
+        runs = wrapped_face(descriptor(array))
+        for w, length, count, first in ((1, HALO * 134 * 80, 1, 0), (0, 128 * 80, HALO, HALO)):
+            at = {**symbols(array), "w1": w}
+            assert int(dace.symbolic.evaluate(runs.length, at)) == length
+            assert int(dace.symbolic.evaluate(runs.count, at)) == count
+            row = element_strides(array)[0]
+            assert int(dace.symbolic.evaluate(runs.first, at)) == HALO * row + first * 80
+            assert bool(eval(runs.dense_condition(cpp=False), {}, at)) == (planes_dense or w == 0)

@@ -14,6 +14,10 @@ to posting, the ``finish`` node the rest):
    (``SELF``, a periodic axis not split over ranks): one **self-copy** map per group, owned
    cells straight to the halo; nothing beyond an open boundary (the halo keeps what it held).
 
+A blocking exchange makes its self copies first, before step 1: its messages then carry the
+halos of the axes that wrap onto the rank (``arenas.wrapped_box``: faces of whole planes, no
+edge messages). A split pair's start only reads its fields: its finish copies them.
+
 Everything but the C++ of the start and wait tasklets is the same for every transport that
 sends arenas (``ExpandThroughArenas``); a transport subclasses ``ArenaLowering`` with those.
 A transport that can move long contiguous runs of the fields as messages of their own
@@ -47,6 +51,7 @@ from gt4py_halo.compiled.arenas import (
     offset_symbol,
     opposites,
     place_segments,
+    wraps_axes,
 )
 from gt4py_halo.compiled.graph import HostCode, add_host_tasklet, add_persistent, on_device
 from gt4py_halo.compiled.in_place import Runs, box_runs
@@ -153,12 +158,17 @@ class ArenaLowering:
         self.gpu = on_device(self.fields)
         self.sends = arenas(node, self.fields, sending=True)
         self.recvs = arenas(node, self.fields, sending=False)
+        # the boxes of the self copies, which copy the plain boxes whatever the messages are
+        self.plain_sends = arenas(node, self.fields, sending=True, wire=False)
+        self.plain_recvs = arenas(node, self.fields, sending=False, wire=False)
         own: dict[bool, list[Arena]] = {True: [], False: []}  # sending -> arenas made here
         for arena in self.sends + self.recvs:  # the enclosing SDFG's (message_buffers.py)
             if arena.name in outer:  # placed there too (place_segments): symbols from there
                 self._argument(arena.name, outer)
                 for s in arena.segments:
                     self.sdfg.add_symbol(offset_symbol(arena.name, s.direction), dtypes.int64)
+                for symbol in set(arena.wraps) - set(self.sdfg.symbols):
+                    self.sdfg.add_symbol(symbol, dtypes.int64)
             elif packs(node.spec.phase):  # a node lowered without attach_message_buffers
                 add_persistent(self.sdfg, arena.name, [arena.length], arena.dtype, self.gpu)
                 own[arena in self.sends].append(arena)
@@ -173,6 +183,13 @@ class ArenaLowering:
                 self.sdfg, last, self.uid, own[True], own[False], "_order", "_peers", offsets
             )
             self.lowered.host_tasklet(placing)
+        # a blocking exchange copies what wraps onto this rank first: its messages carry it
+        self_first = wraps_axes(node.spec.phase)
+        paired = self._self_pairs()
+        if packs(node.spec.phase) and self_first:
+            for k in range(len(offsets)):
+                if (branch := self._self_branch(k, paired)) is not None:
+                    last = self._branch(last, f"self_{k}", [branch])
         if packs(node.spec.phase):
             for flags, _ in self._pack_groups():
                 for flag in flags:
@@ -191,12 +208,10 @@ class ArenaLowering:
             last = self._then(last, "wait", self._add_wait)
             if node.spec.copy_maps == "arena":
                 last = self._arena_copies(last, "unpack")
-            paired = self._self_pairs()
             for k in range(len(offsets)):
                 branches = []
-                if k not in paired.values():  # else copied by its opposite's map
-                    from_self = functools.partial(self._add_self_copies, k, paired.get(k))
-                    branches.append((f"_peers[{k}] == {SELF}", from_self))
+                if not self_first and (branch := self._self_branch(k, paired)) is not None:
+                    branches.append(branch)
                 if node.spec.copy_maps != "arena":
                     unpack = functools.partial(self._add_copies, self.recvs, k, "unpack")
                     packed = self._unless_direct(self.recvs, k)
@@ -220,7 +235,10 @@ class ArenaLowering:
         for arena in self.sends + self.recvs:
             for segment in arena.segments:
                 starts = [a for a, _ in segment.bounds] + [0] * (len(segment.box) - self.ndim)
-                runs = [(i, box_runs(self.fields[i], starts, segment.box)) for i in arena.fields]
+                runs = [
+                    (i, box_runs(self.fields[i], starts, segment.box, arena.wraps))
+                    for i in arena.fields
+                ]
                 if all(r is not None for _, r in runs):
                     conditions = {r.condition(arena.dtype.bytes, min_bytes, True) for _, r in runs}
                     if len(conditions) == 1:
@@ -363,7 +381,9 @@ class ArenaLowering:
 
         Every field group's faces must be alike, as the pair is decided for the direction."""
         pairs: dict[int, int] = {}
-        extents = [{s.direction: list(map(str, s.box)) for s in a.segments} for a in self.recvs]
+        extents = [
+            {s.direction: list(map(str, s.box)) for s in a.segments} for a in self.plain_recvs
+        ]
         for k, o in self.opposite.items():
             axes = [d for d, t in enumerate(self.node.spec.directions[k]) if t != 0]
             if (
@@ -375,32 +395,45 @@ class ArenaLowering:
                 pairs[k] = o
         return pairs
 
+    def _self_branch(self, k: int, paired: dict[int, int]) -> tuple[str, Callable] | None:
+        """Direction ``k``'s self copy (``_add_self_copies``) as a branch on ``_peers``; none
+        where the map of its opposite copies it (``_self_pairs``)."""
+        if k in paired.values():
+            return None
+        return f"_peers[{k}] == {SELF}", functools.partial(self._add_self_copies, k, paired.get(k))
+
     def _add_self_copies(self, k: int, opposite: int | None, state: dace.SDFGState) -> None:
         """Direction ``k``'s halo from this rank's own cells: what it would have sent itself
         towards the opposite direction (a periodic axis not split over ranks); with
         ``opposite`` (``_self_pairs``), the opposite direction's halo in the same map.
 
-        One map for all field groups whose faces have the same ranges (``_add_copies``)."""
-        sent = {(a.group, s.direction): s for a in self.sends for s in a.segments}
-        maps: dict[str, tuple[Segment, int, list, dict, dict]] = {}
-        for arena in self.recvs:
+        On a CPU one map per field: each copies within one array, while a map of several
+        fields runs as many streams of reads and of writes at once, which fall on the same
+        cache sets where the fields start alike modulo 4 KiB (NumPy's and GT4Py's large
+        arrays do): docs/benchmarks.md, "Self copies per field". On a GPU one map (a kernel)
+        for all fields whose faces have the same ranges (``_add_copies``)."""
+        sent = {(a.group, s.direction): s for a in self.plain_sends for s in a.segments}
+        maps: dict[tuple, tuple[Segment, int, list, dict, dict]] = {}
+        for arena in self.plain_recvs:
             for segment in (s for s in arena.segments if s.direction == k):
                 halves = [(segment, sent[(arena.group, self.opposite[k])])]
                 if opposite is not None:
                     other = next(s for s in arena.segments if s.direction == opposite)
                     halves.append((other, sent[(arena.group, k)]))
-                _, _, copies, reads, writes = maps.setdefault(
-                    self._box(segment.bounds, segment.box), (segment, arena.group, [], {}, {})
-                )
-                for target, source in halves:
-                    at, src = (self._shifted(segment, box) for box in (target, source))
-                    copies += [(f"_f{i}[{src}]", f"_f{i}[{at}]") for i in arena.fields]
                 boxes = [box for pair in halves for box in pair]
-                reads.update((f"_f{i}", self._spanned(segment, boxes[1::2])) for i in arena.fields)
-                writes.update((f"_f{i}", self._spanned(segment, boxes[::2])) for i in arena.fields)
-        for segment, group, copies, reads, writes in maps.values():
+                reads, writes = (self._spanned(segment, boxes[n::2]) for n in (1, 0))
+                for i in arena.fields:
+                    key = (self._box(segment.bounds, segment.box), None if self.gpu else i)
+                    _, _, copies, read, written = maps.setdefault(
+                        key, (segment, arena.group, [], {}, {})
+                    )
+                    for target, source in halves:
+                        at, src = (self._shifted(segment, box) for box in (target, source))
+                        copies.append((f"_f{i}[{src}]", f"_f{i}[{at}]"))
+                    read[f"_f{i}"], written[f"_f{i}"] = reads, writes
+        for (_, field), (segment, group, copies, read, written) in maps.items():
             spans = opposite is not None
-            self._add_map(state, ("self", group, k), segment, copies, reads, writes, spans)
+            self._add_map(state, ("self", group, k), segment, copies, read, written, spans, field)
 
     def _shifted(self, segment: Segment, box: Segment) -> str:
         """Indices in ``box`` of the element at the map's parameters (over ``segment``)."""
@@ -441,10 +474,12 @@ class ArenaLowering:
         reads: dict[str, str],
         writes: dict[str, str] | None = None,
         spans: bool = False,
+        field: int | None = None,
     ) -> None:
         """A copy map over ``segment``'s box (in the fields' index space): ``dst = src`` for
         each (src, dst) of ``copies``; ``what``: kind, group and direction, for its label and
-        for the fusion pass (``Lowered.copy_maps``).
+        for the fusion pass (``Lowered.copy_maps``); ``field``: the one field it copies, if
+        it is to stay a map of that field alone (``CopyMap.field``).
 
         The memlets outside the map are given (``reads``, ``writes``: array -> range; by
         default the same), not propagated: DaCe's propagation of the arenas' flat indices
@@ -454,8 +489,9 @@ class ArenaLowering:
         ranges = {f"h{d}": f"{symstr(a)}:{symstr(b)}" for d, (a, b) in enumerate(segment.bounds)}
         ranges.update({f"l{d}": f"0:{symstr(n)}" for d, n in enumerate(levels)})
         kind, group, k = what
+        alone = "" if field is None else f"_f{field}"
         _, entry, exit_ = state.add_mapped_tasklet(
-            f"{self.uid}_{kind}_{group}_{k}",
+            f"{self.uid}_{kind}_{group}_{k}{alone}",
             ranges,
             {f"_in{n}": dace.Memlet(src) for n, (src, _) in enumerate(copies)},
             "\n".join(f"_out{n} = _in{n}" for n in range(len(copies))),
@@ -466,7 +502,7 @@ class ArenaLowering:
             external_edges=True,
             propagate=False,
         )
-        self.lowered.copy_map(entry, CopyMap(self.uid, kind, k))
+        self.lowered.copy_map(entry, CopyMap(self.uid, kind, k, field))
         writes = reads if writes is None else writes
         for e in state.in_edges(entry):
             e.data = dace.Memlet(f"{e.data.data}[{reads[e.data.data]}]", dynamic=spans)

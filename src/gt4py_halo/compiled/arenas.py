@@ -9,7 +9,9 @@ index the arena with ``Segment.flat_index``.
 Where each segment lies in its arena is decided at run time (``place_segments``), from the
 plan's ``order`` (``side_by_side``: directions that lead to one rank side by side, for this
 rank's process grid): so the code generated for a step is the same on every process grid,
-one build serves them all, and each neighbour's message is still one contiguous block.
+one build serves them all, and each neighbour's message is still one contiguous block. So is
+which axes wrap onto the rank (periodic, one rank across): a blocking exchange's boxes span
+their halos (``wrapped_box``), through a symbol per axis set from the plan with the offsets.
 Before the segments exchanged with one neighbour rank lies room for a *stamp*
 (``stamps.STAMP_BYTES``), which the MPI transport sends with them: which call of which step
 sent the message, so that ranks out of step are told apart from ranks in step
@@ -24,10 +26,12 @@ import math
 from typing import Any
 
 import dace
+import sympy
 from dace import dtypes
 from dace.symbolic import symstr
 
 from gt4py_halo.compiled.graph import HostCode, add_host_tasklet
+from gt4py_halo.compiled.nodes import SELF
 from gt4py_halo.decomposition.cartesian import direction_box
 
 
@@ -69,6 +73,7 @@ class Arena:
     dtype: Any
     segments: list[Segment]
     length: Any  # in elements: the segments', and room for a stamp per direction
+    wraps: tuple[str, ...] = ()  # the wrap symbols its boxes depend on (``wrapped_box``)
 
 
 #: The room for one stamp (``STAMP_BYTES``, its last bytes) in an arena: a cache line, so that
@@ -91,48 +96,63 @@ def field_groups(fields: list[Any]) -> list[tuple[int, ...]]:
     return [tuple(g) for g in groups.values()]
 
 
-def arenas(node: Any, fields: list[Any], sending: bool) -> tuple[Arena, ...]:
+def arenas(node: Any, fields: list[Any], sending: bool, wire: bool = True) -> tuple[Arena, ...]:
     """The arenas ``node`` sends from (receives into), one per field group.
 
     Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
     runtime plan is built from); along a direction, widths are halo widths (ints), across it
-    owned sizes (> 0), so an empty box is known when the node is lowered.
+    owned sizes (> 0), so an empty box is known when the node is lowered. A blocking
+    exchange's boxes are its messages' (``wrapped_box``: symbolic in the wrap symbols too);
+    ``wire=False`` gives the plain boxes of every exchange, which the self copies copy.
     """
     shapes = tuple((tuple(desc.shape), desc.dtype) for desc in fields)
     spec = node.spec
-    return _layout(spec.uid, spec.halo, spec.directions, shapes, sending)
+    wraps = wire and wraps_axes(spec.phase)
+    return _layout(spec.uid, spec.halo, spec.directions, shapes, sending, wraps)
 
 
-@functools.lru_cache(maxsize=256)
-def _layout(
-    uid: str,
+def wraps_axes(phase: str) -> bool:
+    """Whether an exchange of ``phase`` sends whole planes across the axes that wrap onto a
+    rank itself (``wrapped_box``): a blocking exchange, which copies those axes' halos first.
+    A split pair's start only reads its fields, so its messages are the plain boxes."""
+    return phase == "exchange"
+
+
+def wrap_symbol(uid: str, d: int) -> str:
+    """The symbol telling whether decomposed axis ``d`` of exchange ``uid`` wraps onto this
+    rank (1: periodic and not split over ranks, both neighbours ``SELF``; else 0)."""
+    return f"{uid}_wrap{d}"
+
+
+def wrapped_box(
+    owned: list[Any],
     halo: tuple[tuple[int, int], ...],
-    offsets: tuple[tuple[int, ...], ...],
-    shapes: tuple[tuple[tuple[Any, ...], Any], ...],
+    toward: tuple[int, ...],
     sending: bool,
-) -> tuple[Arena, ...]:
-    """``arenas``, computed once per exchange and field shapes: the passes and the expansion
-    that ask for it get the same layout."""
-    fields = [_Shaped(shape, dtype) for shape, dtype in shapes]
-    found = []
-    for g, group in enumerate(field_groups(fields)):
-        desc = fields[group[0]]
-        owned = [desc.shape[k] - lo - hi for k, (lo, hi) in enumerate(halo)]
-        levels = list(desc.shape[len(halo) :])
-        name = f"{uid}_{'s' if sending else 'r'}arena_{g}"
-        segments, length = [], 0
-        for k, toward in enumerate(offsets):
-            bounds = direction_box(owned, halo, toward, sending)
-            if any(d != 0 and b - a == 0 for d, (a, b) in zip(toward, bounds)):
-                continue
-            at = dace.symbol(offset_symbol(name, k), dtypes.int64)
-            segment = Segment(k, toward, bounds, [b - a for a, b in bounds] + levels, at)
-            segments.append(segment)
-            length = length + len(group) * segment.size
-        if segments:  # room for a stamp before each run of a neighbour's segments: at most one each
-            length = length + len(offsets) * stamp_elements(desc.dtype)
-            found.append(Arena(name, g, group, desc.dtype, segments, length))
-    return tuple(found)
+    wraps: list[Any],
+) -> list[tuple[Any, Any]]:
+    """The box of a message towards (from) ``toward`` given ``wraps`` (per decomposed axis, 1
+    where it wraps onto the rank itself, else 0; symbols): ``direction_box`` widened across the
+    halos of the axes that wrap (the sender copied them from its own cells first), and empty
+    where ``toward`` crosses such an axis (those cells come with the faces of the other axes,
+    or from the rank itself).
+
+    So a face across an axis split over ranks is whole planes where the axes beside it wrap:
+    one contiguous run per halo layer of a C-ordered field instead of one per row, and no
+    edge messages (``in_place.py``). Both ends of a message see the same ``wraps`` (a property
+    of the process grid) and the same extents along the axes that wrap (not split: every
+    rank holds all of them)."""
+    bounds = []
+    for (a, b), t, (lo, hi), w in zip(
+        direction_box(owned, halo, toward, sending), toward, halo, wraps
+    ):
+        if w == 0:
+            bounds.append((a, b))
+        elif t == 0:
+            bounds.append((a - lo * w, b + hi * w))
+        else:
+            bounds.append((a, a + (b - a) * (1 - w)))
+    return bounds
 
 
 def offset_symbol(arena: str, k: int) -> str:
@@ -166,7 +186,8 @@ def place_segments(
     room of a stamp (``stamp_elements``): the ``STAMP_BYTES`` right before a neighbour's
     first segment are its stamp's place, so that the stamp heads that contiguous message
     (and still does where its faces, last, go in place). Being run-time values, the offsets
-    leave the generated code the same on every process grid.
+    leave the generated code the same on every process grid. The wrap symbols the boxes
+    depend on (``wrap_symbol``) are set alike, from ``peers``.
     """
     count = len(directions)
     opposite = opposites(directions)
@@ -174,13 +195,18 @@ def place_segments(
     table = f"{uid}_placed"
     graph.add_array(
         table,
-        [len(placed) * count],
+        [len(placed) * count + len(directions[0])],
         dtypes.int64,
         transient=True,
         lifetime=dtypes.AllocationLifetime.Persistent,
         storage=dtypes.StorageType.CPU_Heap,
     )
     code, assignments = [], {}
+    wraps = _wraps_in(uid, placed, directions)
+    for d, k in wraps.items():  # the sizes below read them
+        code.append(f"const long {wrap_symbol(uid, d)} = peers[{k}] == {SELF};")
+        code.append(f"placed[{len(placed) * count + d}] = {wrap_symbol(uid, d)};")
+        assignments[wrap_symbol(uid, d)] = f"{table}[{len(placed) * count + d}]"
     if recvs:
         code.append(
             f"const int opposite[] = {{{', '.join(str(opposite[k]) for k in range(count))}}};"
@@ -221,6 +247,65 @@ def place_segments(
     )
     add_host_tasklet(state, graph, label, {"order": order, "peers": peers}, {"placed": table}, host)
     return label
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(
+    uid: str,
+    halo: tuple[tuple[int, int], ...],
+    offsets: tuple[tuple[int, ...], ...],
+    shapes: tuple[tuple[tuple[Any, ...], Any], ...],
+    sending: bool,
+    wrapping: bool,
+) -> tuple[Arena, ...]:
+    """``arenas``, computed once per exchange and field shapes: the passes and the expansion
+    that ask for it get the same layout.
+
+    An arena's length holds every segment at its largest (widened, not emptied): the
+    persistent arena is allocated before the wrap symbols are set."""
+    fields = [_Shaped(shape, dtype) for shape, dtype in shapes]
+    wraps = [
+        dace.symbol(wrap_symbol(uid, d), dtypes.int64) if wrapping and lo + hi > 0 else 0
+        for d, (lo, hi) in enumerate(halo)
+    ]
+    found = []
+    for g, group in enumerate(field_groups(fields)):
+        desc = fields[group[0]]
+        owned = [desc.shape[k] - lo - hi for k, (lo, hi) in enumerate(halo)]
+        levels = list(desc.shape[len(halo) :])
+        name = f"{uid}_{'s' if sending else 'r'}arena_{g}"
+        segments, length = [], 0
+        for k, toward in enumerate(offsets):
+            bounds = wrapped_box(owned, halo, toward, sending, wraps)
+            plain = direction_box(owned, halo, toward, sending)
+            if any(d != 0 and b - a == 0 for d, (a, b) in zip(toward, plain)):
+                continue
+            at = dace.symbol(offset_symbol(name, k), dtypes.int64)
+            segment = Segment(k, toward, bounds, [b - a for a, b in bounds] + levels, at)
+            segments.append(segment)
+            largest = {w: int(t == 0) for w, t in zip(wraps, toward) if w != 0}
+            length = length + len(group) * sympy.sympify(segment.size).subs(largest)
+        if segments:  # room for a stamp before each run of a neighbour's segments: at most one each
+            length = length + len(offsets) * stamp_elements(desc.dtype)
+            used = {str(x) for s in segments for x in sympy.sympify(s.size).free_symbols}
+            wrapped = tuple(str(w) for w in wraps if str(w) in used)
+            found.append(Arena(name, g, group, desc.dtype, segments, length, wrapped))
+    return tuple(found)
+
+
+def _wraps_in(
+    uid: str, placed: list[tuple[Arena, bool]], directions: tuple[tuple[int, ...], ...]
+) -> dict[int, int]:
+    """Decomposed axis -> the direction across it towards +1, for the axes whose wrap symbol
+    the boxes of ``placed`` depend on (a rank wraps on an axis when that direction leads to
+    the rank itself)."""
+    used = {w for arena, _ in placed for w in arena.wraps}
+    ndim = len(directions[0])
+    return {
+        d: directions.index(tuple(int(e == d) for e in range(ndim)))
+        for d in range(ndim)
+        if wrap_symbol(uid, d) in used
+    }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,9 @@ own strides.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+from collections.abc import Collection
 from typing import Any
 
 import sympy
@@ -120,10 +122,52 @@ def _sizes(runs: Runs) -> list[str]:
     return [str(runs.length), *(str(extent) for extent, _ in runs.outer)]
 
 
-def box_runs(desc: Any, starts: list[Any], extents: list[Any]) -> Runs | None:
+def box_runs(
+    desc: Any, starts: list[Any], extents: list[Any], wraps: Collection[str] = ()
+) -> Runs | None:
     """The box of ``desc`` from ``starts`` with ``extents`` (per dimension) as contiguous runs
     of a dense C-ordered field, or ``None`` if the field is not C-ordered (its last stride is
-    not 1). The merges' assumptions are ``Runs.dense``, to check at run time."""
+    not 1). The merges' assumptions are ``Runs.dense``, to check at run time.
+
+    Where the box depends on symbols of ``wraps`` (each 0 or 1 at run time: a box widened
+    across the axes that wrap, ``arenas.wrapped_box``), runs merge differently for each of
+    their values: the runs are then those of every case, each length and extent the sum of
+    the cases' weighted by the indicator of its case (the product of ``w`` or ``1 - w`` over
+    the symbols), a case with fewer outer dimensions padded with extent 1; the merges that a
+    case assumes are checked only in that case (both sides of a dense pair times its
+    indicator)."""
+    symbols = sorted(
+        {x for e in [*starts, *extents] for x in sympy.sympify(e).free_symbols if str(x) in wraps},
+        key=str,
+    )
+    if not symbols:
+        return _box_runs(desc, starts, extents)
+    cases = []
+    for values in itertools.product((0, 1), repeat=len(symbols)):
+        at = dict(zip(symbols, values))
+        runs = _box_runs(
+            desc,
+            [sympy.sympify(e).subs(at) for e in starts],
+            [sympy.sympify(e).subs(at) for e in extents],
+        )
+        if runs is None:
+            return None
+        cases.append((math.prod(w if v else 1 - w for w, v in at.items()), runs))
+    depth = max(len(runs.outer) for _, runs in cases)
+    outer = [
+        (
+            sum(c * (r.outer[d][0] if d < len(r.outer) else 1) for c, r in cases),
+            desc.strides[d],
+        )
+        for d in range(depth)
+    ]
+    first = sum(start * stride for start, stride in zip(starts, desc.strides))
+    dense = tuple((c * a, c * b) for c, r in cases for a, b in r.dense)
+    return Runs(sum(c * r.length for c, r in cases), outer, first, dense)
+
+
+def _box_runs(desc: Any, starts: list[Any], extents: list[Any]) -> Runs | None:
+    """``box_runs`` of a box that depends on no wrap symbol."""
     shape, strides = list(desc.shape), list(desc.strides)
     current = len(shape) - 1
     if not _equal(strides[current], 1):

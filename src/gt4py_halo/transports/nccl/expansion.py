@@ -86,8 +86,8 @@ class _NcclLowering(ArenaLowering):
         size = arena.dtype.bytes
         at = f"(size_t)({symstr(segment.offset, cpp_mode=True)}) * {size}"
         count = f"(size_t)({symstr(len(arena.fields) * segment.size, cpp_mode=True)}) * {size}"
-        return (
-            f"if (peers[{k}] >= 0) GT4PY_HALO_NCCL({call}((char*)_{arena.name} + {at}, {count}, "
+        return (  # a box emptied by the axes that wrap (arenas.wrapped_box): on both sides
+            f"if (peers[{k}] >= 0 && {count} > 0) GT4PY_HALO_NCCL({call}((char*)_{arena.name} + {at}, {count}, "
             f"ncclUint8, peers[{k}], __state->{self.uid}_nccl, __dace_current_stream));"
         )
 
