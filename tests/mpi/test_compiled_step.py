@@ -474,9 +474,10 @@ def lowered_labels(copy_maps: dict) -> dict:
 
 def test_compiled_exchange_fills_exact_halos(comm) -> None:
     """Several fields of one call: asymmetric halo, open boundary, levels in Fortran order;
-    the three fields of one shape (a float64 group, then a float32 group of two) copied by
-    one map per direction, built so (``MapFusionHorizontal`` failed to merge a group of two
-    into another group's map: a dangling connector)."""
+    the three fields of one shape (a float64 group, then a float32 group of two) packed and
+    unpacked by one map per direction, built so (``MapFusionHorizontal`` failed to merge a
+    group of two into another group's map: a dangling connector); self copies (one rank
+    across the periodic axis) a map per field and direction."""
     d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
     ex = gh.make_exchange(d)
 
@@ -496,7 +497,11 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
     ]
     copy_maps = lowered_labels(report.copy_maps)
     per_direction = collections.Counter(copy_maps.get(label) for label in maps)
-    assert set(per_direction.values()) == {3}, "one copy map per shape and direction"
+    shared = [n for key, n in per_direction.items() if key is None or key.field is None]
+    assert set(shared) == {3}, "one pack or unpack map per shape and direction"
+    alone = [n for key, n in per_direction.items() if key is not None and key.field is not None]
+    # a map per field and direction (no axis has unit stride in every field: none paired)
+    assert alone == [1] * 5 * len(d.plan().directions)
     for _ in range(2):  # the second call reuses the persistent requests
         exchange_only(*fields)
         for field, (levels, dtype, _) in zip(fields, specs):

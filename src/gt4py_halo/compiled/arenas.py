@@ -39,7 +39,8 @@ from gt4py_halo.decomposition.cartesian import direction_box
 class Segment:
     """The boxes towards (from) one direction of a field group, inside the group's arena:
     field ``j`` of the group at ``offset + j * size``, each box in C order. ``offset`` is a
-    symbol set at run time (``place_segments``)."""
+    symbol set at run time (``place_segments``); a blocking exchange's bounds are expressions
+    in the wrap symbols too (``wrapped_box``)."""
 
     direction: int
     toward: tuple[int, ...]  # the direction's offset per decomposed axis
