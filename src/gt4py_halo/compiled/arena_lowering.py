@@ -11,8 +11,9 @@ to posting, the ``finish`` node the rest):
 3. the transport's **wait** tasklet (``wait_code``), if it needs one;
 4. per direction, on what lies there (``_peers[k]``, a run-time value: a conditional block):
    another rank: one **unpack** map per group from the receive arena; the rank itself
-   (``SELF``, a periodic axis not split over ranks): one **self-copy** map per group, owned
-   cells straight to the halo; nothing beyond an open boundary (the halo keeps what it held).
+   (``SELF``, a periodic axis not split over ranks): **self-copy** maps (on a CPU one per
+   field, on a GPU one for the fields of a box), owned cells straight to the halo; nothing
+   beyond an open boundary (the halo keeps what it held).
 
 A blocking exchange makes its self copies first, before step 1: its messages then carry the
 halos of the axes that wrap onto the rank (``arenas.wrapped_box``: faces of whole planes, no
@@ -186,7 +187,7 @@ class ArenaLowering:
         # a blocking exchange copies what wraps onto this rank first: its messages carry it
         self_first = wraps_axes(node.spec.phase)
         paired = self._self_pairs()
-        if packs(node.spec.phase) and self_first:
+        if self_first:  # (a blocking exchange packs)
             for k in range(len(offsets)):
                 if (branch := self._self_branch(k, paired)) is not None:
                     last = self._branch(last, f"self_{k}", [branch])

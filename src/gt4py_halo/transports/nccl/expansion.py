@@ -86,9 +86,11 @@ class _NcclLowering(ArenaLowering):
         size = arena.dtype.bytes
         at = f"(size_t)({symstr(segment.offset, cpp_mode=True)}) * {size}"
         count = f"(size_t)({symstr(len(arena.fields) * segment.size, cpp_mode=True)}) * {size}"
-        return (  # a box emptied by the axes that wrap (arenas.wrapped_box): on both sides
-            f"if (peers[{k}] >= 0 && {count} > 0) GT4PY_HALO_NCCL({call}((char*)_{arena.name} + {at}, {count}, "
-            f"ncclUint8, peers[{k}], __state->{self.uid}_nccl, __dace_current_stream));"
+        # a box the axes that wrap emptied (arenas.wrapped_box) is empty on both sides: no call
+        return (
+            f"if (peers[{k}] >= 0 && {count} > 0) GT4PY_HALO_NCCL({call}("
+            f"(char*)_{arena.name} + {at}, {count}, ncclUint8, peers[{k}], "
+            f"__state->{self.uid}_nccl, __dace_current_stream));"
         )
 
 
