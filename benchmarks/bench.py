@@ -3,18 +3,20 @@ into ``docs/benchmarks.md`` (its summary section) with a plot, ``docs/benchmarks
 
 It runs, on 2 ranks (each calls mpirun itself):
 
-1. ``build/limits`` (``benchmarks/limits.c``): the one-way latency of a small MPI message and
-   the copy bandwidth by size, measured here;
+1. ``build/limits`` (``benchmarks/limits.c``): the one-way latency of a small MPI message, the
+   copy bandwidth and the MPI transfer by size, measured here;
 2. ``benchmarks/comb_peer.py``: per case of ``benchmarks/runtime_exchange.py``, LLNL Comb
-   alternated with ours (compiled and runtime, both transports) and the Python peers
-   (mpi4py + NumPy, pyghex), medians over rounds;
+   alternated with ours (compiled and runtime, both transports), the Python peers
+   (mpi4py + NumPy, pyghex) and the case's references (``build/limits --cases``: its limit,
+   halo copies and ordered exchange, below), medians over rounds;
 3. ``benchmarks/devito_peer.py``: the exchange overhead per step of a 2-D diffusion step,
    ours compiled against Devito in each of its MPI modes.
 
 The limit of a case: every halo cell written once at the copy bandwidth of a copy that size
 (the halo bytes of a rank: all fields, halo cells of its block), plus one message latency (a
-rank's messages go to one neighbour rank here, and could all be in flight at once). No
-exchange can beat it; a ratio to it says how much is left to win.
+rank's messages go to one neighbour rank here, and could all be in flight at once), both
+measured in the case's turn. No exchange can beat it; a ratio to it says how much is left to
+win.
 
 The MPI transfer of a case: what this machine's MPI takes to exchange the case's remote halo
 bytes (those a rank receives from the other rank: the halo layers across the cut, corners
@@ -28,7 +30,10 @@ what the layout costs to copy, whole cache lines moved for halos across the unit
 included, which the limit's bytes leave out. The ordered exchange of a case: those copies of
 the last two axes, then the first axis' halo planes, contiguous once those are filled, by
 MPI straight from and into the fields (``benchmarks/limits.c``): an exchange in plain C as a
-layout made for it allows, which ours is not yet (it sends every direction at once, packed).
+layout made for it allows (a blocking compiled exchange of ours orders its work alike where
+an axis wraps onto the rank, ``docs/compiled_steps.md``). Both are measured in turn with the
+exchanges, round by round, as every other number of a case: the ratios of a case compare
+numbers of one run.
 
     make bench COMB_SRC=path/to/Comb        (or: python benchmarks/bench.py --comb ... )
 """
@@ -57,15 +62,6 @@ PEERS = ("comb", "mpi4py", "pyghex")
 BEGIN = "<!-- make bench: from here to its end mark, benchmarks/bench.py writes this section -->"
 END = "<!-- make bench: end -->"
 RANKS = 2
-#: What ``benchmarks/limits.c`` measures per case: its halo copies, its ordered exchange.
-COPIES = ("halo_copies_s", "ordered_exchange_s")
-
-
-def halo_bytes(case) -> int:
-    """Bytes of halo one rank fills: blocks cut along the first axis over ``RANKS`` ranks."""
-    local = (case.global_shape[0] // RANKS, *case.global_shape[1:])
-    allocated = math.prod(n + 2 * h for n, h in zip(local, case.halo))
-    return (allocated - math.prod(local)) * case.nfields * 8
 
 
 def remote_bytes(case) -> int:
@@ -84,19 +80,6 @@ def transfer_seconds(case, limits: dict) -> float:
     if above[0] == below[0]:
         return below[1] * size / below[0]
     return below[1] + (above[1] - below[1]) * (size - below[0]) / (above[0] - below[0])
-
-
-def copies_case(case) -> str:
-    """The case as ``benchmarks/limits.c`` takes it (G0,G1,G2,H0,H1,H2,F)."""
-    return ",".join(map(str, (*case.global_shape, *case.halo, case.nfields)))
-
-
-def limit_seconds(case, limits: dict) -> float:
-    """The case's physical limit (module docstring)."""
-    size = halo_bytes(case)
-    measured = {int(n): bw for n, bw in limits["copy_bytes_per_s"].items()}
-    nearest = min(measured, key=lambda n: abs(math.log2(n) - math.log2(size)))
-    return limits["latency_s"] + size / measured[nearest]
 
 
 def run(command: list[str]) -> None:
@@ -128,13 +111,13 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
             "(`benchmarks/bench.py`, whose docstring says what each number is)."
         ),
         "",
-        f"Measured limits: one-way latency {fmt(limits['latency_s'])}; copy bandwidth "
+        f"Measured at the start: one-way latency {fmt(limits['latency_s'])}; copy bandwidth "
         + ", ".join(
             f"{int(n) // 1024} KiB {bw / 1e9:.0f} GB/s"
             for n, bw in limits["copy_bytes_per_s"].items()
             if int(n) in (1 << 12, 1 << 16, 1 << 20, 1 << 24)
         )
-        + ".",
+        + " (each case's limit, `halo copies` and `ordered` measured again in its turns).",
         "",
         "![ours against peers and the limit](benchmarks.png)",
         "",
@@ -144,19 +127,19 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
             "the copies of the rank's halo in plain C, as if it were its own neighbour; "
             "`ordered`: an exchange in plain C, those copies of the last two axes, then the "
             "first axis' planes by MPI in place; "
-            "last columns: our compiled exchange against the case's best peer, and the best of "
-            "ours against the limit."
+            "last columns: our compiled exchange against the case's best peer and against "
+            "`ordered`, and the best of ours against the limit."
         ),
         "",
         "| case | limit | MPI transfer | halo copies | ordered | "
         + " | ".join((*OURS, *PEERS))
-        + " | compiled-mpi / best peer | best ours / limit |",
-        "|---|---|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 2),
+        + " | compiled-mpi / best peer | compiled-mpi / ordered | best ours / limit |",
+        "|---|---|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 3),
     ]
     for name, times in exchange.items():
-        limit = limit_seconds(CASES[name], limits)
+        limit = times["limit"]
         transfer = transfer_seconds(CASES[name], limits)
-        copies, ordered = (limits[k][copies_case(CASES[name])] for k in COPIES)
+        copies, ordered = times["halo copies"], times["ordered"]
         floors = (transfer, copies, ordered)
         cells = [
             f"{fmt(t)} ({t / limit:.1f}x)" for t in (*floors, *(times[i] for i in (*OURS, *PEERS)))
@@ -165,7 +148,8 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
         best_ours = min(times[i] for i in OURS)
         lines.append(
             f"| {CASES[name].label} | {fmt(limit)} | " + " | ".join(cells)
-            + f" | {times['compiled-mpi'] / best_peer:.2f}x | {best_ours / limit:.1f}x |"
+            + f" | {times['compiled-mpi'] / best_peer:.2f}x"
+            + f" | {times['compiled-mpi'] / ordered:.2f}x | {best_ours / limit:.1f}x |"
         )  # fmt: skip
     lines += [
         "",
@@ -214,13 +198,13 @@ def plot(limits: dict, exchange: dict, devito: dict, path: Path) -> None:
         hatch = None if impl in OURS else "//"
         left.bar(xs, ys, width, label=impl, color=colors(k), hatch=hatch, edgecolor="white")
     for i, name in enumerate(exchange):
-        limit = 1e6 * limit_seconds(CASES[name], limits)
+        limit = 1e6 * exchange[name]["limit"]
         left.hlines(limit, i - 0.45, i + 0.45, colors="black", linewidth=2,
                     label="limit" if i == 0 else None)  # fmt: skip
         transfer = 1e6 * transfer_seconds(CASES[name], limits)
         left.hlines(transfer, i - 0.45, i + 0.45, colors="black", linestyles="dashed",
                     label="MPI transfer" if i == 0 else None)  # fmt: skip
-        ordered = 1e6 * limits[COPIES[1]][copies_case(CASES[name])]
+        ordered = 1e6 * exchange[name]["ordered"]
         left.hlines(ordered, i - 0.45, i + 0.45, colors="black", linestyles="dotted",
                     label="ordered (C)" if i == 0 else None)  # fmt: skip
     left.set_yscale("log")
@@ -266,13 +250,11 @@ def main() -> int:
         out = Path(folder)
         mpirun = str(Path(sys.executable).parent / "mpirun")
         limits = subprocess.run(
-            [mpirun, "-n", str(RANKS), args.limits, *map(copies_case, CASES.values())],
-            check=True,
-            capture_output=True,
-            text=True,
+            [mpirun, "-n", str(RANKS), args.limits], check=True, capture_output=True, text=True
         ).stdout
         run([sys.executable, str(HERE / "comb_peer.py"), "--comb", args.comb,
-             "--rounds", str(args.rounds), "--json", str(out / "exchange.json")])  # fmt: skip
+             "--limits", args.limits, "--rounds", str(args.rounds),
+             "--json", str(out / "exchange.json")])  # fmt: skip
         run([sys.executable, str(HERE / "devito_peer.py"), "--devito-python",
              args.devito_python, "--rounds", str(args.rounds),
              "--json", str(out / "devito.json")])  # fmt: skip

@@ -1,9 +1,12 @@
 """LLNL Comb, the C++ halo-exchange benchmark, against our exchanges, run by run.
 
 Comb runs as a process of its own (built by ``benchmarks/build-comb.sh``), so the comparison
-alternates processes: each round runs, per case, Comb and ``benchmarks/runtime_exchange.py``
-(ours, compiled and runtime, with its Python peers), in turns that swap which goes first; the
-table gives the median over rounds of each implementation's time per exchange.
+alternates processes: each round runs, per case, Comb, ``benchmarks/runtime_exchange.py``
+(ours, compiled and runtime, with its Python peers) and, given ``--limits``, the case's C
+references (``benchmarks/limits.c --cases``: its halo copies, ordered exchange and limit), in
+turns whose order rotates from round to round; the table gives the median over rounds of
+each one's time per exchange. This machine's speed moves between runs (``docs/benchmarks.md``):
+only numbers of one such run are compared.
 
 - Comb's time per exchange is the sum of the four phases it times per cycle: posting the
   receives, packing and posting the sends, waiting for and unpacking the receives, waiting
@@ -17,7 +20,8 @@ fastest, so our axes (0, 1, 2) are Comb's (z, y, x): the same blocks and halos, 
 message sizes, the same contiguous and strided faces.
 
 Run (it calls mpirun itself, 2 ranks):
-    python benchmarks/comb_peer.py --comb build/comb/bin/comb [--rounds 5] [--cases small,cube]
+    python benchmarks/comb_peer.py --comb build/comb/bin/comb [--limits build/limits]
+        [--rounds 5] [--cases small,cube]
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ sys.modules["runtime_exchange"] = runtime_exchange
 _spec.loader.exec_module(runtime_exchange)  # the cases, and how ours are run
 CASES = runtime_exchange.CASES
 OURS = ("compiled-mpi", "compiled-ghex", "ours-mpi", "ours-ghex", "mpi4py", "pyghex")
+#: The C references of ``benchmarks/limits.c --cases``: their names here, and in its output.
+REFERENCES = {"halo copies": "halo_copies_s", "ordered": "ordered_exchange_s", "limit": "limit_s"}
 COMB_PHASES = ("post-recv", "post-send", "wait-recv", "wait-send")
 #: Comb cycles per run, by case: each run lasts a second or so here
 CYCLES = {"small": 20000, "cube": 5000, "wide": 1000, "big": 1000, "large": 300}
@@ -94,9 +100,22 @@ def ours_seconds(case, impls: tuple[str, ...], repeats: int) -> dict[str, float]
     return times
 
 
+def limits_case(case) -> str:
+    """The case as ``benchmarks/limits.c`` takes it (G0,G1,G2,H0,H1,H2,F)."""
+    return ",".join(map(str, (*case.global_shape, *case.halo, case.nfields)))
+
+
+def references_seconds(limits: str, case) -> dict[str, float]:
+    """One ``limits --cases`` run of ``case`` on 2 ranks: seconds of each C reference."""
+    command = ["mpirun", "-n", "2", limits, "--cases", limits_case(case)]
+    out = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    return {name: out[key][limits_case(case)] for name, key in REFERENCES.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comb", required=True, help="the comb executable")
+    parser.add_argument("--limits", help="build/limits: its C references in turn too")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--impls", default=",".join(OURS), help="passed to runtime_exchange.py")
@@ -107,18 +126,22 @@ def main(argv: list[str] | None = None) -> int:
     cases = [CASES[c.strip()] for c in args.cases.split(",") if c.strip()]
     impls = tuple(i.strip() for i in args.impls.split(",") if i.strip())
     samples: dict[str, dict[str, list[float]]] = {c.name: {} for c in cases}
+    turns = ["comb", "ours"] + (["references"] if args.limits else [])
     for round_ in range(args.rounds):
         for case in cases:
-            for which in ("comb", "ours") if round_ % 2 == 0 else ("ours", "comb"):
+            shift = round_ % len(turns)
+            for which in turns[shift:] + turns[:shift]:
                 if which == "comb":
                     cycles = CYCLES.get(case.name, 1000)
                     times = {"comb": comb_seconds(comb, case, cycles)}
-                else:
+                elif which == "ours":
                     times = ours_seconds(case, impls, args.repeats)
+                else:
+                    times = references_seconds(args.limits, case)
                 for name, seconds in times.items():
                     samples[case.name].setdefault(name, []).append(seconds)
             print(f"# round {round_ + 1}: {case.name} done", file=sys.stderr, flush=True)
-    columns = ["comb", *impls]
+    columns = ["comb", *impls, *(REFERENCES if args.limits else ())]
     print(
         f"{datetime.date.today()}, 2 ranks, {args.rounds} rounds (median over rounds of each "
         "run's time per exchange; ratio to Comb)\n"
@@ -132,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         cells = [runtime_exchange.fmt_time(medians["comb"])]
         cells += [
             f"{runtime_exchange.fmt_time(medians[n])} ({medians[n] / medians['comb']:.2f}x)"
-            for n in impls
+            for n in columns[1:]
         ]
         print(f"| {case.label} | " + " | ".join(cells) + " |")
     if args.json:

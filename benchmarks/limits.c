@@ -18,7 +18,9 @@
  *  - per such case, an exchange in plain C and MPI between the 2 ranks as a layout made for
  *    it allows: the same copies of the last two axes first, then the first axis' halo planes,
  *    which are contiguous once those are filled, sent and received in place (MPI_Irecv and
- *    MPI_Isend straight from and into the field, no packing), seconds per exchange.
+ *    MPI_Isend straight from and into the field, no packing), seconds per exchange;
+ *  - per such case, its limit: a message latency plus the halo bytes of a rank at the copy
+ *    bandwidth of the power of two nearest to them, both measured again.
  *
  * An exchange writes every halo cell at least once and waits at least one message latency:
  * halo bytes / copy bandwidth + latency is a bound no implementation can beat. The MPI transfer
@@ -26,10 +28,13 @@
  * with no packing and no copies between ranks' own blocks: an exchange over MPI pays at least
  * that.
  *
- *   mpicc -O2 -o build/limits benchmarks/limits.c && mpirun -n 2 build/limits [CASE ...]
+ *   mpicc -O2 -o build/limits benchmarks/limits.c && mpirun -n 2 build/limits [--cases] [CASE ...]
  *
  * Prints one JSON object on rank 0: {"latency_s": ..., "copy_bytes_per_s": {"N": ...},
- * "mpi_exchange_s": {"N": ...}, "halo_copies_s": {"CASE": ...}, "ordered_exchange_s": {...}}.
+ * "mpi_exchange_s": {"N": ...}, "halo_copies_s": {"CASE": ...}, "ordered_exchange_s": {...},
+ * "limit_s": {...}}; with --cases the last three alone (benchmarks/comb_peer.py runs them in
+ * turn with the exchanges they are references for, round by round: this machine's speed moves
+ * between minutes).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -54,17 +59,24 @@ static int rank_of(void) {
   return rank;
 }
 
-/* The halo copies of one case (the file's comment), seconds per copy of all its fields; or
-   (`exchange`) its exchange, the first axis' planes by MPI between the 2 ranks. */
-static double halo_copies(const char *spec, int exchange) {
-  long g[3], h[3], fields;
+/* A case "G0,G1,G2,H0,H1,H2,F": a rank's block n (the first axis cut in 2), halo widths h,
+   the block's allocated shape a, fields. */
+static void parse_case(const char *spec, long n[3], long h[3], long a[3], long *fields) {
+  long g[3];
   if (sscanf(spec, "%ld,%ld,%ld,%ld,%ld,%ld,%ld", &g[0], &g[1], &g[2], &h[0], &h[1], &h[2],
-             &fields) != 7) {
+             fields) != 7) {
     fprintf(stderr, "a case is G0,G1,G2,H0,H1,H2,F, not %s\n", spec);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  long n[3] = {g[0] / 2, g[1], g[2]}, a[3];
+  n[0] = g[0] / 2, n[1] = g[1], n[2] = g[2];
   for (int k = 0; k < 3; ++k) a[k] = n[k] + 2 * h[k];
+}
+
+/* The halo copies of one case (the file's comment), seconds per copy of all its fields; or
+   (`exchange`) its exchange, the first axis' planes by MPI between the 2 ranks. */
+static double halo_copies(const char *spec, int exchange) {
+  long n[3], h[3], a[3], fields;
+  parse_case(spec, n, h, a, &fields);
   size_t cells = (size_t)(a[0] * a[1] * a[2]);
   double **f = malloc(fields * sizeof *f);
   for (long q = 0; q < fields; ++q) {
@@ -136,17 +148,10 @@ static double halo_copies(const char *spec, int exchange) {
   return slowest;
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 2) {
-    if (rank == 0) fprintf(stderr, "run on 2 ranks\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+/* One-way latency of a small message between the 2 ranks: half the median round trip. */
+static double latency(void) {
   double samples[SAMPLES], message = 0.0;
-  const int trips = 1000;
+  const int trips = 1000, rank = rank_of();
   for (int s = 0; s < SAMPLES; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -161,28 +166,59 @@ int main(int argc, char **argv) {
     }
     samples[s] = (MPI_Wtime() - t0) / trips / 2.0;
   }
-  double latency = median(samples, SAMPLES);
-  if (rank == 0) printf("{\"latency_s\": %.4e, \"copy_bytes_per_s\": {", latency);
-  const size_t largest = (size_t)1 << 27;
+  return median(samples, SAMPLES);
+}
+
+/* Bytes per second of a memcpy of n bytes (median; the buffers touched first). */
+static double copy_rate(size_t n) {
+  double samples[SAMPLES];
+  char *from = malloc(n), *to = malloc(n);
+  memset(from, 1, n);
+  memset(to, 2, n);
+  int copies = (int)(((size_t)1 << 28) / n); /* about 256 MB copied per sample */
+  if (copies > 10000) copies = 10000;
+  if (copies < 1) copies = 1;
+  for (int s = 0; s < SAMPLES / 4; ++s) {
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < copies; ++i) {
+      memcpy(to, from, n);
+      from[i % n] ^= to[n - 1 - i % n]; /* the copies depend on each other: none is dropped */
+    }
+    samples[s] = (MPI_Wtime() - t0) / copies;
+  }
+  free(from);
+  free(to);
+  return n / median(samples, SAMPLES / 4);
+}
+
+/* The limit of one case (the file's comment): a message latency plus the halo bytes of a
+   rank (its fields' halo cells) at the copy bandwidth measured for the power of two nearest
+   to them. */
+static double limit(const char *spec, double latency_s) {
+  long n[3], h[3], a[3], fields;
+  parse_case(spec, n, h, a, &fields);
+  size_t bytes = (size_t)((a[0] * a[1] * a[2] - n[0] * n[1] * n[2]) * fields) * sizeof(double);
+  size_t size = (size_t)1 << 10;
+  while (size < ((size_t)1 << 27) && 2 * size * size < bytes * bytes) size <<= 1;
+  return latency_s + bytes / copy_rate(size);
+}
+
+/* The machine's measures: latency, copy bandwidth by size, the MPI transfer by size (the
+   file's comment), printed as the first members of the JSON object. */
+static void machine(int rank) {
+  double samples[SAMPLES];
+  double seconds = latency();
+  if (rank == 0) printf("{\"latency_s\": %.4e, \"copy_bytes_per_s\": {", seconds);
+  for (size_t n = (size_t)1 << 10; n <= (size_t)1 << 27; n <<= 1) {
+    double rate = copy_rate(n);
+    if (rank == 0) printf("%s\"%zu\": %.4e", n == 1024 ? "" : ", ", n, rate);
+  }
+  const size_t largest = (size_t)1 << 23;
   char *from = malloc(largest), *to = malloc(largest);
   memset(from, 1, largest);
   memset(to, 2, largest);
-  for (size_t n = (size_t)1 << 10; n <= largest; n <<= 1) {
-    int copies = (int)(((size_t)1 << 28) / n);  /* about 256 MB copied per sample */
-    if (copies > 10000) copies = 10000;
-    for (int s = 0; s < SAMPLES / 4; ++s) {
-      double t0 = MPI_Wtime();
-      for (int i = 0; i < copies; ++i) {
-        memcpy(to, from, n);
-        from[i % n] ^= to[n - 1 - i % n];  /* the copies depend on each other: none is dropped */
-      }
-      samples[s] = (MPI_Wtime() - t0) / copies;
-    }
-    double seconds = median(samples, SAMPLES / 4);
-    if (rank == 0) printf("%s\"%zu\": %.4e", n == 1024 ? "" : ", ", n, n / seconds);
-  }
   if (rank == 0) printf("}, \"mpi_exchange_s\": {");
-  for (size_t n = (size_t)1 << 8; n <= ((size_t)1 << 23); n <<= 1) {
+  for (size_t n = (size_t)1 << 8; n <= largest; n <<= 1) {
     int trips = (int)(((size_t)1 << 26) / n);  /* about 64 MB each way per sample */
     if (trips > 2000) trips = 2000;
     for (int s = 0; s < SAMPLES / 4; ++s) {
@@ -201,7 +237,29 @@ int main(int argc, char **argv) {
     MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) printf("%s\"%zu\": %.4e", n == 256 ? "" : ", ", n, slowest);
   }
-  if (rank == 0) printf("}, \"halo_copies_s\": {");
+  if (rank == 0) printf("}");
+  free(from);
+  free(to);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) {
+    if (rank == 0) fprintf(stderr, "run on 2 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (argc > 1 && strcmp(argv[1], "--cases") == 0) {  /* the cases alone */
+    --argc;
+    ++argv;
+    if (rank == 0) printf("{");
+  } else {
+    machine(rank);
+    if (rank == 0) printf(", ");
+  }
+  if (rank == 0) printf("\"halo_copies_s\": {");
   for (int c = 1; c < argc; ++c) {
     double seconds = halo_copies(argv[c], 0);
     if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
@@ -211,9 +269,13 @@ int main(int argc, char **argv) {
     double seconds = halo_copies(argv[c], 1);
     if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
   }
+  double latency_s = latency();
+  if (rank == 0) printf("}, \"limit_s\": {");
+  for (int c = 1; c < argc; ++c) {
+    double seconds = limit(argv[c], latency_s);
+    if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
+  }
   if (rank == 0) printf("}}\n");
-  free(from);
-  free(to);
   MPI_Finalize();
   return 0;
 }
