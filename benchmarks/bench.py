@@ -149,7 +149,7 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
         lines.append(
             f"| {CASES[name].label} | {fmt(limit)} | " + " | ".join(cells)
             + f" | {times['compiled-mpi'] / best_peer:.2f}x"
-            + f" | {times['compiled-mpi'] / ordered:.2f}x | {best_ours / limit:.1f}x |"
+            + f" | {times['compiled-mpi'] / ordered:.2f}x | {best_ours / limit:.2f}x |"
         )  # fmt: skip
     lines += [
         "",
