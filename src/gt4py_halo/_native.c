@@ -52,7 +52,20 @@
    addresses and handle values mpi4py gives (no MPI header here: handles are opaque bytes of
    the sizes mpi4py reports, and MPI_Datatype is passed as an int or a pointer by its size).
    Persistent requests keep their handles while started and completed, so mpi4py's Request
-   objects and this copy of their handles stay interchangeable. */
+   objects and this copy of their handles stay interchangeable.
+
+   5. Step: the base of a compiled step (gt4py_halo/compiled/program.py's Program), whose
+   call runs one of the step's kept calls (the list given to _keep, the most recently run
+   first: each one's `native`, an Again or None) in C when it passes that call's arguments
+   again, with no Python frame between the caller and the step: in a model's steady state
+   (the same fields at each call, or sets of buffers swapped between calls) the Python of a
+   call costs more than a small exchange. The call that ran goes to the front of the list.
+   Any other call goes to the object's `_called(*args, **kwargs)`, and so does every call
+   while the watched name (watch: profiling's recorder) holds an object other than None or a
+   watched hook (DaCe's call hooks, which only its Python calls invoke) is registered; also
+   a call whose kept arguments hold but a name the step read holds another object now
+   (Rebound: Python raises the user's error from the same check). Where a kept call ran and
+   its messages were unlike expected, its `messages_checked()` raises the user's error. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -606,27 +619,33 @@ static PyObject *again_same(Again *self, PyObject *args) {
     return PyBool_FromLong(found);
 }
 
+/* 1 if `arguments` are the held ones (same) and the step ran for them, 0 if they are not
+   (nothing ran); -1 on error: Rebound before anything ran, MessagesUnexpected after. */
+static int run_again(Again *self, PyObject *arguments) {
+    int found = same(self, arguments);
+    if (found != 1) return found;
+    int unexpected;
+    /* the stamp of this call where the build reads it (as StepClock.stamp writes it,
+       gt4py_halo/compiled/stamps.py) */
+    const int64_t calls = *self->calls + 1;
+    const int64_t stamp = (int64_t)((uint64_t)self->number << 32 | ((uint64_t)calls & 0xFFFFFFFFu));
+    for (Py_ssize_t i = 0; i < self->nslots; ++i) *self->slots[i] = stamp;
+    Py_BEGIN_ALLOW_THREADS /* as ctypes does: a step may run long (it waits for messages) */
+    unexpected = self->step();
+    Py_END_ALLOW_THREADS
+    *self->calls = calls;
+    if (unexpected) {
+        PyErr_SetNone(MessagesUnexpected);
+        return -1;
+    }
+    return 1;
+}
+
 static PyObject *again_call(Again *self, PyObject *args, PyObject *kwargs) {
     PyObject *arguments;
     if (!PyArg_ParseTuple(args, "O", &arguments)) return NULL;
-    int found = same(self, arguments);
+    int found = run_again(self, arguments);
     if (found < 0) return NULL;
-    if (found) {
-        int unexpected;
-        /* the stamp of this call where the build reads it (as StepClock.stamp writes it,
-           gt4py_halo/compiled/stamps.py) */
-        const int64_t calls = *self->calls + 1;
-        const int64_t stamp = (int64_t)((uint64_t)self->number << 32 | ((uint64_t)calls & 0xFFFFFFFFu));
-        for (Py_ssize_t i = 0; i < self->nslots; ++i) *self->slots[i] = stamp;
-        Py_BEGIN_ALLOW_THREADS /* as ctypes does: a step may run long (it waits for messages) */
-        unexpected = self->step();
-        Py_END_ALLOW_THREADS
-        *self->calls = calls;
-        if (unexpected) {
-            PyErr_SetNone(MessagesUnexpected);
-            return NULL;
-        }
-    }
     return PyBool_FromLong(found);
 }
 
@@ -650,6 +669,134 @@ static PyTypeObject AgainType = {
     .tp_call = (ternaryfunc)again_call,
     .tp_methods = again_methods,
 };
+
+/* Step (5. above). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *calls; /* a list of the step's kept calls, the most recently run first; or NULL */
+} Step;
+
+static PyObject *watched_namespace, *watched_name, *watched_hooks, *called_name, *native_name,
+    *checked_name;
+
+static int step_traverse(Step *self, visitproc visit, void *arg) {
+    Py_VISIT(self->calls);
+    return 0;
+}
+
+static int step_clear(Step *self) {
+    Py_CLEAR(self->calls);
+    return 0;
+}
+
+static void step_dealloc(Step *self) {
+    PyObject_GC_UnTrack(self);
+    step_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* 1 if neither the watched name nor a watched hook is set (or nothing is watched yet: then
+   0), -1 on error. */
+static int quiet(void) {
+    if (watched_namespace == NULL) return 0;
+    PyObject *value = PyDict_GetItemWithError(watched_namespace, watched_name);
+    if (value == NULL && PyErr_Occurred()) return -1;
+    if (value != NULL && value != Py_None) return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(watched_hooks); ++i)
+        if (PyList_GET_ITEM(watched_hooks, i) != Py_None) return 0;
+    return 1;
+}
+
+/* 1 if one of the kept calls ran for `args` (then it is moved to the front of the list), 0
+   if none is theirs (nothing ran), -1 on error; calls whose `native` is None are passed
+   over. Rebound is dropped (0): Python raises the user's error from the same check. */
+static int run_kept(PyObject *calls, PyObject *args) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(calls); ++i) {
+        PyObject *call = PyList_GET_ITEM(calls, i);
+        PyObject *native = PyObject_GetAttr(call, native_name);
+        if (native == NULL) return -1;
+        if (native == Py_None || !PyObject_TypeCheck(native, &AgainType)) {
+            Py_DECREF(native);
+            continue;
+        }
+        Py_INCREF(call); /* the list may change below */
+        int ran = run_again((Again *)native, args);
+        Py_DECREF(native);
+        if (ran < 0 && PyErr_ExceptionMatches(MessagesUnexpected)) {
+            PyErr_Clear(); /* it ran: the call raises the user's error */
+            PyObject *result = PyObject_CallMethodNoArgs(call, checked_name);
+            Py_XDECREF(result);
+            ran = result == NULL ? -1 : 1;
+        } else if (ran < 0 && PyErr_ExceptionMatches(Rebound)) {
+            PyErr_Clear();
+            Py_DECREF(call);
+            return 0;
+        }
+        if (ran == 1 && i > 0 && PyList_GET_SIZE(calls) > i && PyList_GET_ITEM(calls, i) == call &&
+            (PySequence_DelItem(calls, i) < 0 || PyList_Insert(calls, 0, call) < 0))
+            ran = -1;
+        Py_DECREF(call);
+        if (ran != 0) return ran;
+    }
+    return 0;
+}
+
+static PyObject *step_call(Step *self, PyObject *args, PyObject *kwargs) {
+    if (self->calls != NULL && (kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0)) {
+        PyObject *calls = Py_NewRef(self->calls);
+        int ran = quiet();
+        if (ran == 1) ran = run_kept(calls, args);
+        Py_DECREF(calls);
+        if (ran < 0) return NULL;
+        if (ran == 1) Py_RETURN_NONE;
+    }
+    PyObject *called = PyObject_GetAttr((PyObject *)self, called_name);
+    if (called == NULL) return NULL;
+    PyObject *result = PyObject_Call(called, args, kwargs);
+    Py_DECREF(called);
+    return result;
+}
+
+static PyObject *step_keep(Step *self, PyObject *calls) {
+    if (calls != Py_None && !PyList_Check(calls)) {
+        PyErr_SetString(PyExc_TypeError, "gt4py_halo: _keep takes a list or None");
+        return NULL;
+    }
+    Py_CLEAR(self->calls);
+    if (calls != Py_None) self->calls = Py_NewRef(calls);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef step_methods[] = {
+    {"_keep", (PyCFunction)step_keep, METH_O,
+     "_keep(calls): the kept calls the step's call runs in C (a list, kept as it is, the most "
+     "recently run first), or None: none."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StepType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Step",
+    .tp_basicsize = sizeof(Step),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The base of a compiled step: its call runs a kept call in C when it can, else "
+              "calls self._called(*args, **kwargs).",
+    .tp_new = PyType_GenericNew,
+    .tp_traverse = (traverseproc)step_traverse,
+    .tp_clear = (inquiry)step_clear,
+    .tp_dealloc = (destructor)step_dealloc,
+    .tp_call = (ternaryfunc)step_call,
+    .tp_methods = step_methods,
+};
+
+static PyObject *watch(PyObject *module, PyObject *args) {
+    PyObject *namespace, *name, *hooks;
+    if (!PyArg_ParseTuple(args, "O!UO!", &PyDict_Type, &namespace, &name, &PyList_Type, &hooks))
+        return NULL;
+    Py_XSETREF(watched_namespace, Py_NewRef(namespace));
+    Py_XSETREF(watched_name, Py_NewRef(name));
+    Py_XSETREF(watched_hooks, Py_NewRef(hooks));
+    Py_RETURN_NONE;
+}
 
 typedef int (*startall_f)(int, void *);
 typedef int (*waitall_f)(int, void *, void *);
@@ -977,6 +1124,9 @@ static PyMethodDef methods[] = {
      "identities(tag, objects): (tag, id(objects[0]), ...): a key of the objects' identities."},
     {"lookup", (PyCFunction)(void (*)(void))lookup, METH_FASTCALL,
      "lookup(entries, tag, objects): entries.get(identities(tag, objects))."},
+    {"watch", watch, METH_VARARGS,
+     "watch(namespace, name, hooks): Step runs its kept call in C only while namespace[name] "
+     "is None (or missing) and every item of the list hooks is None."},
     {"rebound", (PyCFunction)rebound, METH_O,
      "rebound(bindings): the index of the first binding that holds another object, or -1."},
     {"arrays", (PyCFunction)(void (*)(void))arrays, METH_FASTCALL,
@@ -991,7 +1141,11 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     shape_name = PyUnicode_InternFromString("shape");
-    if (shape_name == NULL || PyType_Ready(&LayoutType) < 0 || PyType_Ready(&AgainType) < 0 ||
+    called_name = PyUnicode_InternFromString("_called");
+    native_name = PyUnicode_InternFromString("native");
+    checked_name = PyUnicode_InternFromString("messages_checked");
+    if (shape_name == NULL || called_name == NULL || native_name == NULL || checked_name == NULL || PyType_Ready(&LayoutType) < 0 ||
+        PyType_Ready(&AgainType) < 0 || PyType_Ready(&StepType) < 0 ||
         PyType_Ready(&PersistentType) < 0)
         return NULL;
     MessagesUnexpected =
@@ -1005,6 +1159,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddObjectRef(m, "Rebound", Rebound) < 0 ||
         PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0 ||
         PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0 ||
+        PyModule_AddObjectRef(m, "Step", (PyObject *)&StepType) < 0 ||
         PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0) {
         Py_DECREF(m);
         return NULL;

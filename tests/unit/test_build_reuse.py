@@ -301,6 +301,44 @@ def test_repeated_calls_keep_dace_call_hooks():
     assert (a == 7).all() and len(calls) == 3
 
 
+def test_a_repeated_call_runs_no_python():
+    """A call with a kept call's arguments runs the step from C (``_native.Step``): no
+    Python function of the package runs between the caller and the step, for the same
+    array at each call and for two swapped at each call alike, and the halos are written
+    every time; new arguments go through Python again."""
+    import os
+
+    import numpy as np
+
+    import gt4py_halo
+
+    d, step = exchange_step()
+    package = os.path.dirname(gt4py_halo.__file__)
+    ran = []
+
+    def calls(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            ran.append(frame.f_code.co_name)
+
+    def profiled_call(array):
+        sys.setprofile(calls)
+        try:
+            step(array)
+        finally:
+            sys.setprofile(None)
+
+    a, b, c = (np.zeros(d.allocated_shape) for _ in range(3))
+    step(a)
+    step(b)
+    for n, array in enumerate([a, a, b, a, b, b]):
+        array[d.owned] = n + 1
+        profiled_call(array)
+        assert ran == [] and (array == n + 1).all()  # periodic: every halo from an owned cell
+    c[d.owned] = 9
+    profiled_call(c)
+    assert "_called" in ran and (c == 9).all()
+
+
 @pytest.mark.parametrize("kind", ["numpy", "gt4py"])
 def test_a_step_keeps_no_argument_alive(kind):
     """A step runs its last call again at once for the same arrays, yet holds them weakly:

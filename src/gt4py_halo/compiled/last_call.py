@@ -30,6 +30,10 @@ from gt4py_halo.compiled.stamps import StepClock, described
 from gt4py_halo.compiled.timers import drain
 from gt4py_halo.errors import RanksDisagreeError
 
+# a step's call runs in C (``_native.Step``) only while nothing would see it from Python:
+# no profile records (``profiling.recorder``), no DaCe call hooks
+_native.watch(vars(profiling), "recorder", _CALL_HOOKS)
+
 #: How many calls' arguments a step keeps: a model passing the same fields at every call
 #: needs one, one swapping two sets of buffers between calls (``u, u_new = u_new, u``) two,
 #: one rotating three time levels (``u_old, u, u_new = u, u_new, u_old``: leapfrog, 3rd-order
@@ -240,10 +244,11 @@ class LastCall:
         "_clock",
         "_conversion",
         "_prepared",
-        "_quick",
         "compiled",
         "name",
+        "native",
         "profiled",
+        "quick",
         "slot",
         "timers",
     )
@@ -276,11 +281,14 @@ class LastCall:
         self._again = conversion.entry_point(f"__gh_again_{step}_{slot}")
         address = ctypes.cast(self._again, ctypes.c_void_p).value
         stamping = clock.native(conversion.handles)
-        self._quick = _native.Again(args, tuple(buffers), address, bindings, stamping)
+        self.quick = _native.Again(args, tuple(buffers), address, bindings, stamping)
+        # what the step's call runs in C (``_native.Step``): not a build with timers, which
+        # runs while a profile records, from Python
+        self.native = None if self.profiled else self.quick
 
     def same(self, args: tuple) -> bool:
         """Whether ``again`` would run this call for ``args``."""
-        return (profiling.recorder is not None) is self.profiled and self._quick.same(args)
+        return (profiling.recorder is not None) is self.profiled and self.quick.same(args)
 
     def again(self, args: tuple) -> bool:
         """The call again, if ``args`` are its arguments, no buffer of theirs reshaped, retyped
@@ -293,12 +301,12 @@ class LastCall:
         hooks = bool(_CALL_HOOKS) and any(_CALL_HOOKS)  # an unregistered one leaves a None
         if rec is None and not hooks and not self.profiled:
             try:
-                return self._quick(args)  # the steady state: checked and called in C
+                return self.quick(args)  # the steady state: checked and called in C
             except _native.MessagesUnexpected:  # it ran: the error, raised below
                 pass
-            self._conversion.check_messages(self.name)
+            self.messages_checked()
             return True
-        if (rec is not None) is not self.profiled or not self._quick.same(args):
+        if (rec is not None) is not self.profiled or not self.quick.same(args):
             return False
         t = rec.now() if rec else 0.0
         self._clock.stamp(self._conversion.handles)
@@ -309,8 +317,13 @@ class LastCall:
         self._clock.ran()
         if rec:
             self.recorded(rec, t)
-        self._conversion.check_messages(self.name)
+        self.messages_checked()
         return True
+
+    def messages_checked(self) -> None:
+        """After the call ran again: ``RanksDisagreeError`` where it received messages unlike
+        expected (``Conversion.check_messages``)."""
+        self._conversion.check_messages(self.name)
 
     def recorded(self, rec: Any, start: float) -> None:
         """Records the call that began at ``start`` in profile ``rec``, whose end collects

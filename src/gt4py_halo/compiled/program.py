@@ -108,8 +108,12 @@ log = logging.getLogger(__name__)
 COPY_MAPS = ("direction", "arena")
 
 
-class Program:
-    """A step function compiled, with its halo exchanges, into one SDFG per signature."""
+class Program(_native.Step):
+    """A step function compiled, with its halo exchanges, into one SDFG per signature.
+
+    A call that passes the arguments of a kept call again runs in C, no Python between the
+    caller and the step (``_native.Step``, ``_keep_calls``); every other call is
+    ``_called``."""
 
     def __init__(
         self,
@@ -237,7 +241,7 @@ class Program:
         obj.__dict__[self._attribute] = bound
         return bound
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
+    def _called(self, *args: Any, **kwargs: Any) -> None:
         if kwargs or len(args) != len(self._dace_program.argnames):
             try:
                 args = self._positional(args, kwargs)
@@ -304,8 +308,15 @@ class Program:
             self._clock,
         )
         self._last_calls = [last, *staying]
+        self._keep_calls()
         if rec:
             last.recorded(rec, t)
+
+    def _keep_calls(self) -> None:
+        """The kept calls, for the C base to run again when it is passed the arguments of one
+        (``_native.Step``); none for a step with exchanges from annotations (its calls check
+        the placement in Python first)."""
+        self._keep(self._last_calls if self._placement is None else None)
 
     def to_sdfg(self, *args: Any, lowered: bool = True) -> dace.SDFG:
         """The SDFG a call with ``args`` compiles (``lowered=False``: as parsed), to inspect:
