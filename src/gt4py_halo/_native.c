@@ -788,6 +788,12 @@ static PyTypeObject StepType = {
     .tp_methods = step_methods,
 };
 
+static PyObject *quiet_now(PyObject *module, PyObject *unused) {
+    int found = quiet();
+    if (found < 0) return NULL;
+    return PyBool_FromLong(found);
+}
+
 static PyObject *watch(PyObject *module, PyObject *args) {
     PyObject *namespace, *name, *hooks;
     if (!PyArg_ParseTuple(args, "O!UO!", &PyDict_Type, &namespace, &name, &PyList_Type, &hooks))
@@ -1124,6 +1130,8 @@ static PyMethodDef methods[] = {
      "identities(tag, objects): (tag, id(objects[0]), ...): a key of the objects' identities."},
     {"lookup", (PyCFunction)(void (*)(void))lookup, METH_FASTCALL,
      "lookup(entries, tag, objects): entries.get(identities(tag, objects))."},
+    {"quiet", quiet_now, METH_NOARGS,
+     "quiet(): whether a kept call may run from C now (what watch watches is unset)."},
     {"watch", watch, METH_VARARGS,
      "watch(namespace, name, hooks): Step runs its kept call in C only while namespace[name] "
      "is None (or missing) and every item of the list hooks is None."},
@@ -1144,9 +1152,9 @@ PyMODINIT_FUNC PyInit__native(void) {
     called_name = PyUnicode_InternFromString("_called");
     native_name = PyUnicode_InternFromString("native");
     checked_name = PyUnicode_InternFromString("messages_checked");
-    if (shape_name == NULL || called_name == NULL || native_name == NULL || checked_name == NULL || PyType_Ready(&LayoutType) < 0 ||
-        PyType_Ready(&AgainType) < 0 || PyType_Ready(&StepType) < 0 ||
-        PyType_Ready(&PersistentType) < 0)
+    if (shape_name == NULL || called_name == NULL || native_name == NULL ||
+        checked_name == NULL || PyType_Ready(&LayoutType) < 0 || PyType_Ready(&AgainType) < 0 ||
+        PyType_Ready(&StepType) < 0 || PyType_Ready(&PersistentType) < 0)
         return NULL;
     MessagesUnexpected =
         PyErr_NewException("gt4py_halo._native.MessagesUnexpected", NULL, NULL);

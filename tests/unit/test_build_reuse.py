@@ -301,17 +301,21 @@ def test_repeated_calls_keep_dace_call_hooks():
     assert (a == 7).all() and len(calls) == 3
 
 
-def test_a_repeated_call_runs_no_python():
+@pytest.mark.parametrize("kind", ["numpy", "gt4py"])
+def test_a_repeated_call_runs_no_python(kind):
     """A call with a kept call's arguments runs the step from C (``_native.Step``): no
     Python function of the package runs between the caller and the step, for the same
-    array at each call and for two swapped at each call alike, and the halos are written
-    every time; new arguments go through Python again."""
+    field at each call and for two swapped at each call alike, and the halos are written
+    every time; new arguments go through Python again. NumPy arrays and GT4Py's default
+    fields (padded)."""
     import os
 
+    import gt4py.next as gtx
     import numpy as np
 
     import gt4py_halo
 
+    I, J = gtx.Dimension("I"), gtx.Dimension("J")
     d, step = exchange_step()
     package = os.path.dirname(gt4py_halo.__file__)
     ran = []
@@ -320,23 +324,31 @@ def test_a_repeated_call_runs_no_python():
         if event == "call" and frame.f_code.co_filename.startswith(package):
             ran.append(frame.f_code.co_name)
 
-    def profiled_call(array):
+    def profiled_call(field):
         sys.setprofile(calls)
         try:
-            step(array)
+            step(field)
         finally:
             sys.setprofile(None)
 
-    a, b, c = (np.zeros(d.allocated_shape) for _ in range(3))
+    def new_field():
+        a = np.zeros(d.allocated_shape)
+        return a if kind == "numpy" else gtx.as_field([I, J], a)
+
+    def values(field):
+        return field if kind == "numpy" else field.ndarray
+
+    a, b, c = new_field(), new_field(), new_field()
     step(a)
     step(b)
-    for n, array in enumerate([a, a, b, a, b, b]):
-        array[d.owned] = n + 1
-        profiled_call(array)
-        assert ran == [] and (array == n + 1).all()  # periodic: every halo from an owned cell
-    c[d.owned] = 9
+    for n, field in enumerate([a, a, b, a, b, b]):
+        values(field)[d.owned] = n + 1
+        profiled_call(field)
+        # periodic: every halo cell from an owned one
+        assert ran == [] and (values(field) == n + 1).all()
+    values(c)[d.owned] = 9
     profiled_call(c)
-    assert "_called" in ran and (c == 9).all()
+    assert "_called" in ran and (values(c) == 9).all()
 
 
 @pytest.mark.parametrize("kind", ["numpy", "gt4py"])

@@ -297,20 +297,19 @@ class LastCall:
 
         DaCe's ``fast_call`` without its Python, unless DaCe call hooks (instrumentation) are
         registered, which only ``fast_call`` invokes."""
-        rec = profiling.recorder
-        hooks = bool(_CALL_HOOKS) and any(_CALL_HOOKS)  # an unregistered one leaves a None
-        if rec is None and not hooks and not self.profiled:
+        if self.native is not None and _native.quiet():  # as ``_native.Step`` decides
             try:
-                return self.quick(args)  # the steady state: checked and called in C
+                return self.native(args)  # the steady state: checked and called in C
             except _native.MessagesUnexpected:  # it ran: the error, raised below
                 pass
             self.messages_checked()
             return True
+        rec = profiling.recorder
         if (rec is not None) is not self.profiled or not self.quick.same(args):
             return False
         t = rec.now() if rec else 0.0
         self._clock.stamp(self._conversion.handles)
-        if hooks:
+        if any(_CALL_HOOKS):  # an unregistered one leaves a None
             self.compiled.fast_call(*self._prepared)
         else:
             self._again()
