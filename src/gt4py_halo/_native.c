@@ -35,11 +35,12 @@
    state, where the Python checks of that cost more than a small exchange; MessagesUnexpected
    where the step says its MPI exchanges received messages unlike expected; Rebound(index)
    where a name the step read at its build holds another object now (bindings, see
-   rebound_index and gt4py_halo/compiled/bindings.py), before anything runs. It holds the arguments weakly
-   where they allow it (a step never keeps a user's field alive), numbers (scalars) as they
-   are, compared by type and value, a float's sign of zero included (and never a call with
-   an argument of neither kind: holding it would keep it alive), and buffers weakly only (one that takes no weak reference is not held: its
-   argument's own layout is checked). A GT4Py field keeps its buffer (a frozen dataclass): a
+   rebound_index and gt4py_halo/compiled/bindings.py), before anything runs. It holds the
+   arguments weakly where they allow it (a step never keeps a user's field alive), numbers
+   (scalars) as they are, compared by type and value, a float's sign of zero included (and
+   never a call with an argument of neither kind: holding it would keep it alive), and
+   buffers weakly only (one that takes no weak reference is not held: its argument's own
+   layout is checked). A GT4Py field keeps its buffer (a frozen dataclass): a
    field of the held buffer's layout is the field checked then. Before the step runs it
    writes the stamp of the call into the build's slots, and after counts the call (clock:
    (owner, address of the step's count of calls, the step's number, slot addresses), from
@@ -54,23 +55,37 @@
    Persistent requests keep their handles while started and completed, so mpi4py's Request
    objects and this copy of their handles stay interchangeable.
 
-   5. Step: the base of a compiled step (gt4py_halo/compiled/program.py's Program), whose
-   call runs one of the step's kept calls (the list given to _keep, the most recently run
-   first: each one's `native`, an Again or None) in C when it passes that call's arguments
-   again, with no Python frame between the caller and the step: in a model's steady state
-   (the same fields at each call, or sets of buffers swapped between calls) the Python of a
-   call costs more than a small exchange. The call that ran goes to the front of the list.
-   Any other call goes to the object's `_called(*args, **kwargs)`, and so does every call
-   while the watched name (watch: profiling's recorder) holds an object other than None or a
-   watched hook (DaCe's call hooks, which only its Python calls invoke) is registered; also
-   a call whose kept arguments hold but a name the step read holds another object now
-   (Rebound: Python raises the user's error from the same check). Where a kept call ran and
-   its messages were unlike expected, its `messages_checked()` raises the user's error. */
+   5. Repeating: the base of a compiled step (gt4py_halo/compiled/program.py's Program) and of
+   a runtime exchange's blocking call (gt4py_halo/runtime/exchange.py's BlockingExchange),
+   whose call runs one of its kept calls (the list given to _keep, the most recently run
+   first) in C when it passes that call's arguments again, with no Python frame between the
+   caller and the step or the exchange: in a model's steady state (the same fields at each
+   call, or sets of buffers swapped between calls) the Python of a call costs more than a
+   small exchange. The call that ran goes to the front of the list. A step's kept call is an
+   object whose `native` is an Again (or None: never run here); an exchange's is an
+   ExchangeAgain (6.). Any other call goes to the object's `_called(*args, **kwargs)`, and so
+   does every call while the watched name (watch: profiling's recorder) holds an object other
+   than None or a watched hook (watch_hooks: DaCe's call hooks, which only its Python calls
+   invoke) is registered; also a call whose kept arguments hold but a name the step read
+   holds another object now (Rebound: Python raises the user's error from the same check).
+   Where a step's kept call ran and its messages were unlike expected, its
+   `messages_checked()` raises the user's error.
+
+   6. ExchangeAgain(fields, arrays, dim, run, waiting, numbering, (name, kind, specs)): a
+   runtime exchange's kept call: for the same fields (held as Again holds arguments, their
+   arrays as buffers) and the same dim it calls run(arrays, waiting), the prepared exchange.
+   Where the transport's messages do not check themselves, the ranks' agreement numbers every
+   call (gt4py_halo/runtime/agreement.py): numbering, the agreement's Numbering base, whose
+   per-call part for a kind of fields repeated (the dim's last, so no check) is done here as
+   its Python does it (the call's number, the ring of the last calls); a call with anything
+   more to do (alarms due to be read, a broken exchange, another kind) goes to Python. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <structmember.h>
+#include <time.h>
 
 #define MAX_DIMS 32
 #define LAYOUT_WORDS (5 + 2 * 64) /* NumPy's most dims: 64 */
@@ -293,13 +308,35 @@ static PyTypeObject LayoutType = {
     .tp_methods = layout_methods,
 };
 
+/* Arguments as a kept call holds them (3. and 6.): weakly where they allow it, numbers as they
+   are, and the layouts of their buffers then. */
 typedef struct {
-    PyObject_HEAD
     Py_ssize_t count;
     int never;          /* an argument neither a number nor weakly referable: never the same */
     PyObject **held;    /* per argument: a weak reference, or the value itself */
     PyObject **buffers; /* per argument: a weak reference to its buffer, or NULL (itself) */
     PyObject **layouts; /* per argument: its buffer's layout then, or NULL */
+} Held;
+
+static int held_traverse(Held *self, visitproc visit, void *arg) {
+    for (Py_ssize_t i = 0; self->held != NULL && i < self->count; ++i) Py_VISIT(self->held[i]);
+    return 0;
+}
+
+static void held_free(Held *self) {
+    for (Py_ssize_t i = 0; self->held != NULL && i < self->count; ++i) {
+        Py_XDECREF(self->held[i]);
+        Py_XDECREF(self->buffers[i]);
+    }
+    PyMem_Free(self->held);
+    PyMem_Free(self->buffers);
+    free_layouts(self->layouts, self->count);
+    self->held = self->buffers = self->layouts = NULL;
+}
+
+typedef struct {
+    PyObject_HEAD
+    Held args;
     int (*step)(void); /* nonzero: its MPI exchanges received messages unlike expected */
     PyObject *bindings; /* the names the step read at its build (see rebound) */
     PyObject *clock;    /* what the addresses below lie in (kept alive) */
@@ -314,8 +351,7 @@ typedef struct {
 static int again_traverse(Again *self, visitproc visit, void *arg) {
     Py_VISIT(self->bindings);
     Py_VISIT(self->clock);
-    for (Py_ssize_t i = 0; self->held != NULL && i < self->count; ++i) Py_VISIT(self->held[i]);
-    return 0;
+    return held_traverse(&self->args, visit, arg);
 }
 
 static int again_clear(Again *self) {
@@ -326,16 +362,10 @@ static int again_clear(Again *self) {
 
 static void again_dealloc(Again *self) {
     PyObject_GC_UnTrack(self);
-    for (Py_ssize_t i = 0; i < self->count; ++i) {
-        Py_XDECREF(self->held[i]);
-        Py_XDECREF(self->buffers[i]);
-    }
-    PyMem_Free(self->held);
-    PyMem_Free(self->buffers);
+    held_free(&self->args);
     Py_XDECREF(self->bindings);
     Py_XDECREF(self->clock);
     PyMem_Free(self->slots);
-    free_layouts(self->layouts, self->count);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -498,63 +528,23 @@ static PyObject *rebound(PyObject *module, PyObject *bindings) {
     return PyLong_FromSsize_t(index);
 }
 
-static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *arguments, *buffers, *address, *bindings, *clock, *calls, *slots;
-    long long number;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!(OO!LO!)", &PyTuple_Type, &arguments, &PyTuple_Type,
-                          &buffers, &PyLong_Type, &address, &PyTuple_Type, &bindings, &clock,
-                          &PyLong_Type, &calls, &number, &PyTuple_Type, &slots))
-        return NULL;
+/* Hold `arguments` (a tuple) in `self` (zeroed), with `buffers` (a tuple: per argument its
+   buffer, or the argument itself); 0, or -1 on error (what was held is freed by held_free). */
+static int held_init(Held *self, PyObject *arguments, PyObject *buffers) {
     Py_ssize_t n = PyTuple_GET_SIZE(arguments);
     if (PyTuple_GET_SIZE(buffers) != n) {
         PyErr_SetString(PyExc_ValueError, "gt4py_halo: a buffer per argument");
-        return NULL;
+        return -1;
     }
-    void *step = PyLong_AsVoidPtr(address);
-    if (step == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no step");
-        return NULL;
-    }
-    Again *self = (Again *)type->tp_alloc(type, 0);
-    if (self == NULL) return NULL;
     self->held = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
     self->buffers = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
-    if (self->held == NULL || self->buffers == NULL) {
-        PyMem_Free(self->held);
-        PyMem_Free(self->buffers);
-        self->held = self->buffers = NULL;
-        Py_DECREF(self);
-        return PyErr_NoMemory();
+    PyObject **checked = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)); /* borrowed */
+    if (self->held == NULL || self->buffers == NULL || checked == NULL) {
+        PyMem_Free(checked);
+        PyErr_NoMemory();
+        return -1;
     }
     self->count = n;
-    self->step = (int (*)(void))step;
-    self->bindings = Py_NewRef(bindings);
-    self->clock = Py_NewRef(clock);
-    self->number = number;
-    self->calls = (int64_t *)PyLong_AsVoidPtr(calls);
-    if (self->calls == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no count of calls");
-        Py_DECREF(self);
-        return NULL;
-    }
-    self->nslots = PyTuple_GET_SIZE(slots);
-    self->slots = PyMem_Calloc(self->nslots ? self->nslots : 1, sizeof(int64_t *));
-    if (self->slots == NULL) {
-        Py_DECREF(self);
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t i = 0; i < self->nslots; ++i) {
-        self->slots[i] = (int64_t *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(slots, i));
-        if (PyErr_Occurred()) {
-            Py_DECREF(self);
-            return NULL;
-        }
-    }
-    PyObject **checked = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)); /* borrowed */
-    if (checked == NULL) {
-        Py_DECREF(self);
-        return PyErr_NoMemory();
-    }
     for (Py_ssize_t i = 0; i < n; ++i) {
         PyObject *arg = PyTuple_GET_ITEM(arguments, i), *buffer = PyTuple_GET_ITEM(buffers, i);
         checked[i] = arg;
@@ -574,17 +564,12 @@ static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     if (!PyErr_Occurred()) self->layouts = layouts_of(checked, n);
     PyMem_Free(checked);
-    if (self->layouts == NULL) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    return (PyObject *)self;
+    return self->layouts == NULL ? -1 : 0;
 }
 
 /* 1 if `args` are the held arguments, alive and their buffers of their layouts then; 0 if
-   not; -1 on error, and with Rebound raised where they are and a name the step read holds
-   another object (check_bindings). */
-static int same(Again *self, PyObject *args) {
+   not; -1 on error. */
+static int held_same(Held *self, PyObject *args) {
     if (self->never || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->count) return 0;
     for (Py_ssize_t i = 0; i < self->count; ++i) {
         PyObject *arg = PyTuple_GET_ITEM(args, i), *held, *buffer = arg;
@@ -608,6 +593,58 @@ static int same(Again *self, PyObject *args) {
         int equal = has_layout(buffer, self->layouts[i]);
         if (equal != 1) return equal;
     }
+    return 1;
+}
+
+static PyObject *again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *arguments, *buffers, *address, *bindings, *clock, *calls, *slots;
+    long long number;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!(OO!LO!)", &PyTuple_Type, &arguments, &PyTuple_Type,
+                          &buffers, &PyLong_Type, &address, &PyTuple_Type, &bindings, &clock,
+                          &PyLong_Type, &calls, &number, &PyTuple_Type, &slots))
+        return NULL;
+    void *step = PyLong_AsVoidPtr(address);
+    if (step == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no step");
+        return NULL;
+    }
+    Again *self = (Again *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->step = (int (*)(void))step;
+    self->bindings = Py_NewRef(bindings);
+    self->clock = Py_NewRef(clock);
+    self->number = number;
+    self->calls = (int64_t *)PyLong_AsVoidPtr(calls);
+    if (self->calls == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gt4py_halo: no count of calls");
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->nslots = PyTuple_GET_SIZE(slots);
+    self->slots = PyMem_Calloc(self->nslots ? self->nslots : 1, sizeof(int64_t *));
+    if (self->slots == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < self->nslots; ++i) {
+        self->slots[i] = (int64_t *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(slots, i));
+        if (PyErr_Occurred()) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    if (held_init(&self->args, arguments, buffers) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* 1 if `args` are the held arguments (held_same); 0 if not; -1 on error, and with Rebound
+   raised where they are and a name the step read holds another object (check_bindings). */
+static int same(Again *self, PyObject *args) {
+    int found = held_same(&self->args, args);
+    if (found != 1) return found;
     /* the same arguments: then the names (new ones go to Python, which checks them there
        with the other ranks) */
     return check_bindings(self->bindings) < 0 ? -1 : 1;
@@ -670,67 +707,289 @@ static PyTypeObject AgainType = {
     .tp_methods = again_methods,
 };
 
-/* Step (5. above). */
+/* Numbering (6. above). */
 typedef struct {
     PyObject_HEAD
-    PyObject *calls; /* a list of the step's kept calls, the most recently run first; or NULL */
-} Step;
+    long long call;   /* the number of the exchange's last call */
+    double read_due;  /* when a call next reads the alarms (time.monotonic()) */
+    PyObject *broken; /* None, or what broke the exchange */
+    PyObject *last;   /* per dim, the kind of fields of its last exchange (a dict) */
+    PyObject *made;   /* the last calls, each (call, dim, kind, specs) at its number modulo
+                         their count (a list) */
+} Numbering;
+
+static int numbering_traverse(Numbering *self, visitproc visit, void *arg) {
+    Py_VISIT(self->broken);
+    Py_VISIT(self->last);
+    Py_VISIT(self->made);
+    return 0;
+}
+
+static int numbering_clear(Numbering *self) {
+    Py_CLEAR(self->broken);
+    Py_CLEAR(self->last);
+    Py_CLEAR(self->made);
+    return 0;
+}
+
+static void numbering_dealloc(Numbering *self) {
+    PyObject_GC_UnTrack(self);
+    numbering_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef numbering_members[] = {
+    {"call", T_LONGLONG, offsetof(Numbering, call), 0, "The number of the last call."},
+    {"_read_due", T_DOUBLE, offsetof(Numbering, read_due), 0,
+     "When a call next reads the alarms (time.monotonic())."},
+    {"_broken", T_OBJECT, offsetof(Numbering, broken), 0, "None, or what broke the exchange."},
+    {"last", T_OBJECT_EX, offsetof(Numbering, last), 0,
+     "Per dim, the kind of fields of its last exchange."},
+    {"_calls", T_OBJECT_EX, offsetof(Numbering, made), 0,
+     "The last calls, (call, dim, kind, specs) at call modulo their count."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject NumberingType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Numbering",
+    .tp_basicsize = sizeof(Numbering),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The base of a runtime exchange's agreement: what a call repeating its dim's "
+              "last kind of fields reads and writes, which ExchangeAgain does in C.",
+    .tp_new = PyType_GenericNew,
+    .tp_traverse = (traverseproc)numbering_traverse,
+    .tp_clear = (inquiry)numbering_clear,
+    .tp_dealloc = (destructor)numbering_dealloc,
+    .tp_members = numbering_members,
+};
+
+/* 1 if `numbering` numbered a call of `name` and `kind` of fields (`specs`), as its Python
+   next_call and made do where nothing is due (no alarms to read, the exchange not broken)
+   and `kind` is the last kind of `name` (no check); 0 if it did not (Python does all of it);
+   -1 on error. */
+static int numbered(Numbering *self, PyObject *name, PyObject *kind, PyObject *specs) {
+    struct timespec now;
+    if ((self->broken != NULL && self->broken != Py_None) || self->last == NULL ||
+        !PyDict_Check(self->last) || self->made == NULL || !PyList_Check(self->made) ||
+        PyList_GET_SIZE(self->made) == 0 || clock_gettime(CLOCK_MONOTONIC, &now) != 0 ||
+        (double)now.tv_sec + 1e-9 * (double)now.tv_nsec >= self->read_due)
+        return 0;
+    PyObject *last = PyDict_GetItemWithError(self->last, name);
+    if (last == NULL) return PyErr_Occurred() ? -1 : 0;
+    int equal = PyObject_RichCompareBool(last, kind, Py_EQ);
+    if (equal != 1) return equal;
+    PyObject *call = PyLong_FromLongLong(self->call + 1);
+    PyObject *made = call == NULL ? NULL : PyTuple_Pack(4, call, name, kind, specs);
+    Py_XDECREF(call);
+    if (made == NULL) return -1;
+    self->call += 1;
+    return PyList_SetItem(self->made, (Py_ssize_t)(self->call % PyList_GET_SIZE(self->made)),
+                          made) < 0 ? -1 : 1;
+}
+
+/* ExchangeAgain (6. above). */
+typedef struct {
+    PyObject_HEAD
+    Held fields;
+    PyObject *dim;       /* the call's dim argument: None or a str */
+    PyObject *run;       /* run(arrays, waiting): the prepared exchange */
+    PyObject *waiting;   /* what a slow wait for its messages does, or None */
+    PyObject *numbering; /* the exchange's agreement (a Numbering), or None */
+    PyObject *name;      /* the dim the ranks compare, the kind of the fields and their specs */
+    PyObject *kind;
+    PyObject *specs;
+} ExchangeAgain;
+
+static int exchange_again_traverse(ExchangeAgain *self, visitproc visit, void *arg) {
+    Py_VISIT(self->dim);
+    Py_VISIT(self->run);
+    Py_VISIT(self->waiting);
+    Py_VISIT(self->numbering);
+    Py_VISIT(self->name);
+    Py_VISIT(self->kind);
+    Py_VISIT(self->specs);
+    return held_traverse(&self->fields, visit, arg);
+}
+
+static int exchange_again_clear(ExchangeAgain *self) {
+    Py_CLEAR(self->dim);
+    Py_CLEAR(self->run);
+    Py_CLEAR(self->waiting);
+    Py_CLEAR(self->numbering);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->kind);
+    Py_CLEAR(self->specs);
+    return 0;
+}
+
+static void exchange_again_dealloc(ExchangeAgain *self) {
+    PyObject_GC_UnTrack(self);
+    exchange_again_clear(self);
+    held_free(&self->fields);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *exchange_again_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fields, *arrays, *dim, *run, *waiting, *numbering, *name, *kind, *specs;
+    if (!PyArg_ParseTuple(args, "O!O!OOOO(OOO)", &PyTuple_Type, &fields, &PyTuple_Type, &arrays,
+                          &dim, &run, &waiting, &numbering, &name, &kind, &specs))
+        return NULL;
+    if (dim != Py_None && !PyUnicode_CheckExact(dim)) {
+        PyErr_SetString(PyExc_TypeError, "gt4py_halo: ExchangeAgain's dim is None or a str");
+        return NULL;
+    }
+    if (numbering != Py_None && !PyObject_TypeCheck(numbering, &NumberingType)) {
+        PyErr_SetString(PyExc_TypeError, "gt4py_halo: ExchangeAgain's numbering is a Numbering");
+        return NULL;
+    }
+    ExchangeAgain *self = (ExchangeAgain *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->dim = Py_NewRef(dim);
+    self->run = Py_NewRef(run);
+    self->waiting = Py_NewRef(waiting);
+    self->numbering = Py_NewRef(numbering);
+    self->name = Py_NewRef(name);
+    self->kind = Py_NewRef(kind);
+    self->specs = Py_NewRef(specs);
+    if (held_init(&self->fields, fields, arrays) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    /* an array not held (it takes no weak reference) could not be passed to run: never in C */
+    for (Py_ssize_t i = 0; i < self->fields.count; ++i)
+        if (self->fields.buffers[i] == NULL &&
+            PyTuple_GET_ITEM(arrays, i) != PyTuple_GET_ITEM(fields, i))
+            self->fields.never = 1;
+    return (PyObject *)self;
+}
+
+static PyObject *dim_name;
+
+/* 1 if `args` and `kwargs` are the held call's (the same fields, alive and of their layouts
+   then, and the same dim) and the exchange ran for them; 0 if not, or if the agreement must
+   run in Python (numbered): nothing ran; -1 on error. */
+static int run_exchange_again(ExchangeAgain *self, PyObject *args, PyObject *kwargs) {
+    PyObject *dim = Py_None;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) {
+        if (PyDict_GET_SIZE(kwargs) != 1) return 0;
+        dim = PyDict_GetItemWithError(kwargs, dim_name);
+        if (dim == NULL) return PyErr_Occurred() ? -1 : 0;
+    }
+    if (dim != self->dim) {
+        if (dim == Py_None || self->dim == Py_None || !PyUnicode_CheckExact(dim)) return 0;
+        int equal = PyUnicode_Compare(dim, self->dim);
+        if (equal == -1 && PyErr_Occurred()) return -1;
+        if (equal != 0) return 0;
+    }
+    int found = held_same(&self->fields, args);
+    if (found != 1) return found;
+    if (self->numbering != Py_None) {
+        found = numbered((Numbering *)self->numbering, self->name, self->kind, self->specs);
+        if (found != 1) return found;
+    }
+    PyObject *arrays = PyList_New(self->fields.count);
+    if (arrays == NULL) return -1;
+    for (Py_ssize_t i = 0; i < self->fields.count; ++i) {
+        PyObject *array = PyTuple_GET_ITEM(args, i);
+        if (self->fields.buffers[i] != NULL && held_object(self->fields.buffers[i], &array) < 0) {
+            Py_DECREF(arrays);
+            return -1;
+        }
+        PyList_SET_ITEM(arrays, i, Py_NewRef(array)); /* (alive: held_same found it) */
+    }
+    PyObject *result = PyObject_CallFunctionObjArgs(self->run, arrays, self->waiting, NULL);
+    Py_DECREF(arrays);
+    if (result == NULL) return -1;
+    Py_DECREF(result);
+    return 1;
+}
+
+static PyTypeObject ExchangeAgainType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.ExchangeAgain",
+    .tp_basicsize = sizeof(ExchangeAgain),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "ExchangeAgain(fields, arrays, dim, run, waiting, numbering, (name, kind, "
+              "specs)): a runtime exchange's kept call, which a Repeating runs for the same "
+              "fields and dim.",
+    .tp_new = exchange_again_new,
+    .tp_traverse = (traverseproc)exchange_again_traverse,
+    .tp_clear = (inquiry)exchange_again_clear,
+    .tp_dealloc = (destructor)exchange_again_dealloc,
+};
+
+/* Repeating (5. above). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *calls; /* a list of its kept calls, the most recently run first; or NULL */
+} Repeating;
 
 static PyObject *watched_namespace, *watched_name, *watched_hooks, *called_name, *native_name,
     *checked_name;
 
-static int step_traverse(Step *self, visitproc visit, void *arg) {
+static int repeating_traverse(Repeating *self, visitproc visit, void *arg) {
     Py_VISIT(self->calls);
     return 0;
 }
 
-static int step_clear(Step *self) {
+static int repeating_clear(Repeating *self) {
     Py_CLEAR(self->calls);
     return 0;
 }
 
-static void step_dealloc(Step *self) {
+static void repeating_dealloc(Repeating *self) {
     PyObject_GC_UnTrack(self);
-    step_clear(self);
+    repeating_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* 1 if neither the watched name nor a watched hook is set (or nothing is watched yet: then
+/* 1 if neither the watched name nor a watched hook is set (or no name is watched yet: then
    0), -1 on error. */
 static int quiet(void) {
     if (watched_namespace == NULL) return 0;
     PyObject *value = PyDict_GetItemWithError(watched_namespace, watched_name);
     if (value == NULL && PyErr_Occurred()) return -1;
     if (value != NULL && value != Py_None) return 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(watched_hooks); ++i)
+    for (Py_ssize_t i = 0; watched_hooks != NULL && i < PyList_GET_SIZE(watched_hooks); ++i)
         if (PyList_GET_ITEM(watched_hooks, i) != Py_None) return 0;
     return 1;
 }
 
-/* 1 if one of the kept calls ran for `args` (then it is moved to the front of the list), 0
-   if none is theirs (nothing ran), -1 on error; calls whose `native` is None are passed
-   over. Rebound is dropped (0): Python raises the user's error from the same check. */
-static int run_kept(PyObject *calls, PyObject *args) {
+/* 1 if one of the kept calls ran for `args` and `kwargs` (then it is moved to the front of
+   the list), 0 if none is theirs (nothing ran), -1 on error. A kept call is an ExchangeAgain,
+   or an object whose `native` is an Again (a step's, which takes no keyword arguments) or
+   None (passed over). Rebound is dropped (0): Python raises the user's error from the same
+   check. */
+static int run_kept(PyObject *calls, PyObject *args, PyObject *kwargs) {
+    const int keywords = kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(calls); ++i) {
         PyObject *call = PyList_GET_ITEM(calls, i);
-        PyObject *native = PyObject_GetAttr(call, native_name);
-        if (native == NULL) return -1;
-        if (native == Py_None || !PyObject_TypeCheck(native, &AgainType)) {
-            Py_DECREF(native);
-            continue;
-        }
+        int ran;
         Py_INCREF(call); /* the list may change below */
-        int ran = run_again((Again *)native, args);
-        Py_DECREF(native);
-        if (ran < 0 && PyErr_ExceptionMatches(MessagesUnexpected)) {
-            PyErr_Clear(); /* it ran: the call raises the user's error */
-            PyObject *result = PyObject_CallMethodNoArgs(call, checked_name);
-            Py_XDECREF(result);
-            ran = result == NULL ? -1 : 1;
-        } else if (ran < 0 && PyErr_ExceptionMatches(Rebound)) {
-            PyErr_Clear();
-            Py_DECREF(call);
-            return 0;
+        if (Py_IS_TYPE(call, &ExchangeAgainType)) {
+            ran = run_exchange_again((ExchangeAgain *)call, args, kwargs);
+        } else {
+            PyObject *native = PyObject_GetAttr(call, native_name);
+            if (native == NULL) {
+                Py_DECREF(call);
+                return -1;
+            }
+            if (keywords || !PyObject_TypeCheck(native, &AgainType)) {
+                Py_DECREF(native);
+                Py_DECREF(call);
+                continue;
+            }
+            ran = run_again((Again *)native, args);
+            Py_DECREF(native);
+            if (ran < 0 && PyErr_ExceptionMatches(MessagesUnexpected)) {
+                PyErr_Clear(); /* it ran: the call raises the user's error */
+                PyObject *result = PyObject_CallMethodNoArgs(call, checked_name);
+                Py_XDECREF(result);
+                ran = result == NULL ? -1 : 1;
+            } else if (ran < 0 && PyErr_ExceptionMatches(Rebound)) {
+                PyErr_Clear();
+                Py_DECREF(call);
+                return 0;
+            }
         }
         if (ran == 1 && i > 0 && PyList_GET_SIZE(calls) > i && PyList_GET_ITEM(calls, i) == call &&
             (PySequence_DelItem(calls, i) < 0 || PyList_Insert(calls, 0, call) < 0))
@@ -741,11 +1000,11 @@ static int run_kept(PyObject *calls, PyObject *args) {
     return 0;
 }
 
-static PyObject *step_call(Step *self, PyObject *args, PyObject *kwargs) {
-    if (self->calls != NULL && (kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0)) {
+static PyObject *repeating_call(Repeating *self, PyObject *args, PyObject *kwargs) {
+    if (self->calls != NULL) {
         PyObject *calls = Py_NewRef(self->calls);
         int ran = quiet();
-        if (ran == 1) ran = run_kept(calls, args);
+        if (ran == 1) ran = run_kept(calls, args, kwargs);
         Py_DECREF(calls);
         if (ran < 0) return NULL;
         if (ran == 1) Py_RETURN_NONE;
@@ -757,7 +1016,7 @@ static PyObject *step_call(Step *self, PyObject *args, PyObject *kwargs) {
     return result;
 }
 
-static PyObject *step_keep(Step *self, PyObject *calls) {
+static PyObject *repeating_keep(Repeating *self, PyObject *calls) {
     if (calls != Py_None && !PyList_Check(calls)) {
         PyErr_SetString(PyExc_TypeError, "gt4py_halo: _keep takes a list or None");
         return NULL;
@@ -767,25 +1026,25 @@ static PyObject *step_keep(Step *self, PyObject *calls) {
     Py_RETURN_NONE;
 }
 
-static PyMethodDef step_methods[] = {
-    {"_keep", (PyCFunction)step_keep, METH_O,
-     "_keep(calls): the kept calls the step's call runs in C (a list, kept as it is, the most "
+static PyMethodDef repeating_methods[] = {
+    {"_keep", (PyCFunction)repeating_keep, METH_O,
+     "_keep(calls): the kept calls its call runs in C (a list, kept as it is, the most "
      "recently run first), or None: none."},
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject StepType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Step",
-    .tp_basicsize = sizeof(Step),
+static PyTypeObject RepeatingType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.Repeating",
+    .tp_basicsize = sizeof(Repeating),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "The base of a compiled step: its call runs a kept call in C when it can, else "
-              "calls self._called(*args, **kwargs).",
+    .tp_doc = "The base of a compiled step and of a runtime exchange's blocking call: its call "
+              "runs a kept call in C when it can, else calls self._called(*args, **kwargs).",
     .tp_new = PyType_GenericNew,
-    .tp_traverse = (traverseproc)step_traverse,
-    .tp_clear = (inquiry)step_clear,
-    .tp_dealloc = (destructor)step_dealloc,
-    .tp_call = (ternaryfunc)step_call,
-    .tp_methods = step_methods,
+    .tp_traverse = (traverseproc)repeating_traverse,
+    .tp_clear = (inquiry)repeating_clear,
+    .tp_dealloc = (destructor)repeating_dealloc,
+    .tp_call = (ternaryfunc)repeating_call,
+    .tp_methods = repeating_methods,
 };
 
 static PyObject *quiet_now(PyObject *module, PyObject *unused) {
@@ -795,11 +1054,18 @@ static PyObject *quiet_now(PyObject *module, PyObject *unused) {
 }
 
 static PyObject *watch(PyObject *module, PyObject *args) {
-    PyObject *namespace, *name, *hooks;
-    if (!PyArg_ParseTuple(args, "O!UO!", &PyDict_Type, &namespace, &name, &PyList_Type, &hooks))
-        return NULL;
+    PyObject *namespace, *name;
+    if (!PyArg_ParseTuple(args, "O!U", &PyDict_Type, &namespace, &name)) return NULL;
     Py_XSETREF(watched_namespace, Py_NewRef(namespace));
     Py_XSETREF(watched_name, Py_NewRef(name));
+    Py_RETURN_NONE;
+}
+
+static PyObject *watch_hooks(PyObject *module, PyObject *hooks) {
+    if (!PyList_Check(hooks)) {
+        PyErr_SetString(PyExc_TypeError, "gt4py_halo: watch_hooks takes a list");
+        return NULL;
+    }
     Py_XSETREF(watched_hooks, Py_NewRef(hooks));
     Py_RETURN_NONE;
 }
@@ -1133,8 +1399,10 @@ static PyMethodDef methods[] = {
     {"quiet", quiet_now, METH_NOARGS,
      "quiet(): whether a kept call may run from C now (what watch watches is unset)."},
     {"watch", watch, METH_VARARGS,
-     "watch(namespace, name, hooks): Step runs its kept call in C only while namespace[name] "
-     "is None (or missing) and every item of the list hooks is None."},
+     "watch(namespace, name): a Repeating runs its kept calls in C only while namespace[name] "
+     "is None (or missing)."},
+    {"watch_hooks", watch_hooks, METH_O,
+     "watch_hooks(hooks): and while every item of the list hooks is None."},
     {"rebound", (PyCFunction)rebound, METH_O,
      "rebound(bindings): the index of the first binding that holds another object, or -1."},
     {"arrays", (PyCFunction)(void (*)(void))arrays, METH_FASTCALL,
@@ -1152,9 +1420,12 @@ PyMODINIT_FUNC PyInit__native(void) {
     called_name = PyUnicode_InternFromString("_called");
     native_name = PyUnicode_InternFromString("native");
     checked_name = PyUnicode_InternFromString("messages_checked");
+    dim_name = PyUnicode_InternFromString("dim");
     if (shape_name == NULL || called_name == NULL || native_name == NULL ||
-        checked_name == NULL || PyType_Ready(&LayoutType) < 0 || PyType_Ready(&AgainType) < 0 ||
-        PyType_Ready(&StepType) < 0 || PyType_Ready(&PersistentType) < 0)
+        checked_name == NULL || dim_name == NULL || PyType_Ready(&LayoutType) < 0 ||
+        PyType_Ready(&AgainType) < 0 || PyType_Ready(&NumberingType) < 0 ||
+        PyType_Ready(&ExchangeAgainType) < 0 || PyType_Ready(&RepeatingType) < 0 ||
+        PyType_Ready(&PersistentType) < 0)
         return NULL;
     MessagesUnexpected =
         PyErr_NewException("gt4py_halo._native.MessagesUnexpected", NULL, NULL);
@@ -1167,7 +1438,9 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddObjectRef(m, "Rebound", Rebound) < 0 ||
         PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0 ||
         PyModule_AddObjectRef(m, "Again", (PyObject *)&AgainType) < 0 ||
-        PyModule_AddObjectRef(m, "Step", (PyObject *)&StepType) < 0 ||
+        PyModule_AddObjectRef(m, "Numbering", (PyObject *)&NumberingType) < 0 ||
+        PyModule_AddObjectRef(m, "ExchangeAgain", (PyObject *)&ExchangeAgainType) < 0 ||
+        PyModule_AddObjectRef(m, "Repeating", (PyObject *)&RepeatingType) < 0 ||
         PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0) {
         Py_DECREF(m);
         return NULL;

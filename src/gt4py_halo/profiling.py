@@ -51,12 +51,15 @@ from typing import Any, Self
 
 from mpi4py import MPI
 
+from gt4py_halo import _native
 from gt4py_halo.config import profile_and_source
 from gt4py_halo.decomposition.collective import check_ranks_agree, raise_on_all_ranks
 from gt4py_halo.errors import ConfigError, ProfileError, RanksDisagreeError
 
-#: The profile in progress on this process, or None: what the exchanges test.
+#: The profile in progress on this process, or None: what the exchanges test (and the C
+#: calls of steps and exchanges, ``_native.Repeating``, which run from C only while it is None).
 recorder: Recorder | None = None
+_native.watch(globals(), "recorder")
 
 #: Levels of Python calls viztracer records below the frame where the profile started.
 TRACED_DEPTH = 3

@@ -30,9 +30,9 @@ from gt4py_halo.compiled.stamps import StepClock, described
 from gt4py_halo.compiled.timers import drain
 from gt4py_halo.errors import RanksDisagreeError
 
-# a step's call runs in C (``_native.Step``) only while nothing would see it from Python:
-# no profile records (``profiling.recorder``), no DaCe call hooks
-_native.watch(vars(profiling), "recorder", _CALL_HOOKS)
+# a step's call runs in C (``_native.Repeating``) only while nothing would see it from Python:
+# no profile records (``profiling.recorder``, watched there), no DaCe call hooks
+_native.watch_hooks(_CALL_HOOKS)
 
 #: How many calls' arguments a step keeps: a model passing the same fields at every call
 #: needs one, one swapping two sets of buffers between calls (``u, u_new = u_new, u``) two,
@@ -282,7 +282,7 @@ class LastCall:
         address = ctypes.cast(self._again, ctypes.c_void_p).value
         stamping = clock.native(conversion.handles)
         self.quick = _native.Again(args, tuple(buffers), address, bindings, stamping)
-        # what the step's call runs in C (``_native.Step``): not a build with timers, which
+        # what the step's call runs in C (``_native.Repeating``): not a build with timers, which
         # runs while a profile records, from Python
         self.native = None if self.profiled else self.quick
 
@@ -297,7 +297,7 @@ class LastCall:
 
         DaCe's ``fast_call`` without its Python, unless DaCe call hooks (instrumentation) are
         registered, which only ``fast_call`` invokes."""
-        if self.native is not None and _native.quiet():  # as ``_native.Step`` decides
+        if self.native is not None and _native.quiet():  # as ``_native.Repeating`` decides
             try:
                 return self.native(args)  # the steady state: checked and called in C
             except _native.MessagesUnexpected:  # it ran: the error, raised below

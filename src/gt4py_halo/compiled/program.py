@@ -108,11 +108,11 @@ log = logging.getLogger(__name__)
 COPY_MAPS = ("direction", "arena")
 
 
-class Program(_native.Step):
+class Program(_native.Repeating):
     """A step function compiled, with its halo exchanges, into one SDFG per signature.
 
     A call that passes the arguments of a kept call again runs in C, no Python between the
-    caller and the step (``_native.Step``, ``_keep_calls``); every other call is
+    caller and the step (``_native.Repeating``, ``_keep_calls``); every other call is
     ``_called``."""
 
     def __init__(
@@ -314,7 +314,7 @@ class Program(_native.Step):
 
     def _keep_calls(self) -> None:
         """The kept calls, for the C base to run again when it is passed the arguments of one
-        (``_native.Step``); none for a step with exchanges from annotations (its calls check
+        (``_native.Repeating``); none for a step with exchanges from annotations (its calls check
         the placement in Python first)."""
         self._keep(self._last_calls if self._placement is None else None)
 

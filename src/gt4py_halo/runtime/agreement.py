@@ -51,7 +51,7 @@ from collections.abc import Iterable
 import numpy as np
 from mpi4py import MPI
 
-from gt4py_halo import build_once
+from gt4py_halo import _native, build_once
 from gt4py_halo.decomposition.collective import check_ranks_agree, free_communicator
 from gt4py_halo.decomposition.plan import FieldSpec
 from gt4py_halo.errors import RanksDisagreeError
@@ -74,9 +74,14 @@ _POLL_S = 0.001  # seconds between polls of a check once it is that slow
 _BROKEN: list[tuple[MPI.Intracomm, object]] = []
 
 
-class Agreement:
+class Agreement(_native.Numbering):
     """The fields checks of one exchange object, on a communicator of their own; ``transport``
-    is kept alive for good if the exchange breaks."""
+    is kept alive for good if the exchange breaks.
+
+    What a call repeating its dim's last kind of fields does (``next_call``, ``made``: the
+    call's number, the ring of the last calls) lives in the C base (``call``, ``last``,
+    ``_calls``, ``_read_due``, ``_broken``), which a kept call of the exchange also does from
+    C (``_native.ExchangeAgain``) when nothing more is due."""
 
     def __init__(self, comm: MPI.Intracomm, transport: object) -> None:
         self._comm = comm.Dup()
@@ -90,7 +95,7 @@ class Agreement:
         #: The number of the current call (``next_call``).
         self.call = 0
         self._named: dict[str | None, str] = {}  # per dim, its last kind as errors name it
-        self._read_at = time.monotonic()  # when ``next_call`` last read alarms
+        self._read_due = time.monotonic() + ALARM_AFTER_S  # when ``next_call`` reads alarms
         # the last calls, each at its number modulo their count: (call, dim, kind, specs)
         self._calls: list[tuple] = [(0, None, 0, ())] * CALLS_REMEMBERED
         self._noted = 0  # the last call this rank sent a stuck note of
@@ -113,8 +118,8 @@ class Agreement:
                 "again: make a new one"
             )
         now = time.monotonic()
-        if now - self._read_at >= ALARM_AFTER_S:  # for ranks that never wait for messages
-            self._read_at = now
+        if now >= self._read_due:  # for ranks that never wait for messages
+            self._read_due = now + ALARM_AFTER_S
             self._answer_alarms("; ".join(self._named.values()))
             self._read_notes()
         self.call += 1

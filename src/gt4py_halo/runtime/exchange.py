@@ -3,7 +3,8 @@
 ``Exchange`` validates fields against the decomposition's plan, then hands arrays to the
 transport chosen at construction. Blocking ``exchange`` is ``start`` followed by ``finish``.
 
-Both are objects rather than methods: called from Python they exchange now; called inside a
+Both are objects rather than methods: called from Python they exchange now (a blocking call
+that passes a kept call's fields again runs from C, ``_native.Repeating``); called inside a
 ``@gh.program`` DaCe turns them into exchange nodes through their ``__sdfg__`` protocol
 (``compiled/convertible.py``). A blocking ``ex.exchange`` also works in a plain ``@dace.program``
 (DaCe's default expansion); a split pair needs ``@gh.program``, whose lowering pairs it.
@@ -27,7 +28,8 @@ from gt4py_halo.runtime.fields import as_array, specs_of
 from gt4py_halo.runtime.identity_cache import IdentityCache
 from gt4py_halo.transports import make_transport
 
-#: Field sets per dim whose checks and prepared exchanges an exchange keeps.
+#: Field sets per dim whose checks and prepared exchanges an exchange keeps (and calls its
+#: blocking call runs from C).
 FIELD_SETS_REMEMBERED = 16
 
 
@@ -83,6 +85,9 @@ class _Exchanger:
             else Agreement(decomposition.comm, self._transport)
         )
         self._compiled_data: Any = None
+        #: The blocking calls kept for ``BlockingExchange`` to run from C when their fields
+        #: come again (``_native.ExchangeAgain``), the most recently run first.
+        self.kept: list[_native.ExchangeAgain] = []
 
     def exchange(self, fields: tuple[Any, ...], dim: str | None) -> None:
         """Exchange ``fields`` now: ``_start`` then ``_finish``, in one call to the transport
@@ -146,7 +151,8 @@ class _Exchanger:
         on an unstructured decomposition of one dim is that dim; a cartesian one has none).
         Kept for the same field objects where the transport allows, while their arrays keep
         those layouts: an array reshaped or made read-only in place is checked and bound
-        again."""
+        again; also as a call the blocking call runs from C (``kept``) where the dim is None
+        or a str, which C compares."""
         _check_libraries(arrays)
         plan = self.decomposition.plan(dim)
         specs = specs_of(plan, arrays)
@@ -163,6 +169,10 @@ class _Exchanger:
             return prepared, waiting, specs, kind, None, name
         checked = (prepared, waiting, specs, kind, _native.Layout(arrays), name)
         self._prepared.put(dim, fields, checked)
+        if dim is None or type(dim) is str:
+            kept = (fields, tuple(arrays), dim, prepared.exchange, waiting, self._agreement)
+            self.kept.insert(0, _native.ExchangeAgain(*kept, (name, kind, specs)))
+            del self.kept[FIELD_SETS_REMEMBERED:]
         return checked
 
 
@@ -212,17 +222,26 @@ class _CompiledCall:
         return exchange._compiled_data
 
 
-class BlockingExchange(_CompiledCall):
+class BlockingExchange(_CompiledCall, _native.Repeating):
     """``ex.exchange``: a call from Python exchanges now; DaCe turns a call into a graph node.
+
+    ``ex.exchange(*fields, dim=None)`` fills the halos of ``fields`` (local arrays, owned
+    entries and halo) from their owning ranks; ``dim``: the unstructured dim they live on.
+    Collective: every rank of the decomposition makes the same calls with alike fields. A call
+    passing the fields (and dim) of a kept call again, their arrays of the layouts then and
+    nothing profiled, runs from C (``_native.Repeating``: the checks, the agreement's numbering
+    and the prepared exchange, no Python frame); every other call is ``_called``.
 
     ``ex.exchange(u, v)`` inside ``@gh.program`` or ``@dace.program`` becomes one
     ``HaloExchange`` node reading and writing ``u`` and ``v``.
     """
 
-    def __call__(self, *fields: Any, dim: str | None = None) -> None:
-        """Fill the halos of ``fields`` (local arrays, owned entries and halo) from their
-        owning ranks; ``dim``: the unstructured dim they live on. Collective: every rank of
-        the decomposition makes the same calls with alike fields."""
+    def __init__(self, exchanger: _Exchanger) -> None:
+        super().__init__(exchanger)
+        self._keep(exchanger.kept)
+
+    def _called(self, *fields: Any, dim: str | None = None) -> None:
+        """Exchange ``fields`` now (the class docstring), checked from Python."""
         self._exchanger.exchange(fields, dim)
 
 
