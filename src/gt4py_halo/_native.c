@@ -54,6 +54,12 @@
    the sizes mpi4py reports, and MPI_Datatype is passed as an int or a pointer by its size).
    Persistent requests keep their handles while started and completed, so mpi4py's Request
    objects and this copy of their handles stay interchangeable.
+   SlotRun(busy, slot, requests, pack, local, unpack, elsewhere, not_as_expected): a kept
+   blocking call's exchange (6.) on one message set, its copies bound to the fields: while
+   the set's slot is free it takes the slot (busy, the plan's set of busy slots), runs
+   Persistent.exchange and frees it, calling not_as_expected(code) where the messages were
+   not as expected; while the slot is busy (an exchange in flight holds it) it calls
+   elsewhere(arrays, waiting), which takes another.
 
    5. Repeating: the base of a compiled step (gt4py_halo/compiled/program.py's Program) and of
    a runtime exchange's blocking call (gt4py_halo/runtime/exchange.py's BlockingExchange),
@@ -1321,6 +1327,97 @@ static PyTypeObject PersistentType = {
     .tp_methods = persistent_methods,
 };
 
+/* SlotRun (4. above). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *busy;            /* the plan's busy slots (a set) */
+    PyObject *slot;            /* the message set's slot (an int) */
+    PyObject *requests;        /* its Persistent */
+    PyObject *copies[3];       /* pack, local, unpack: the copies bound to the fields (lists) */
+    PyObject *elsewhere;       /* elsewhere(arrays, waiting): the exchange, on another slot */
+    PyObject *not_as_expected; /* not_as_expected(code): raises for the messages received */
+} SlotRun;
+
+static int slot_run_traverse(SlotRun *self, visitproc visit, void *arg) {
+    Py_VISIT(self->busy);
+    Py_VISIT(self->elsewhere);
+    Py_VISIT(self->not_as_expected);
+    return 0;
+}
+
+static int slot_run_clear(SlotRun *self) {
+    Py_CLEAR(self->busy);
+    Py_CLEAR(self->slot);
+    Py_CLEAR(self->requests);
+    for (int i = 0; i < 3; ++i) Py_CLEAR(self->copies[i]);
+    Py_CLEAR(self->elsewhere);
+    Py_CLEAR(self->not_as_expected);
+    return 0;
+}
+
+static void slot_run_dealloc(SlotRun *self) {
+    PyObject_GC_UnTrack(self);
+    slot_run_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *slot_run_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *busy, *slot, *requests, *pack, *local, *unpack, *elsewhere, *not_as_expected;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!OO", &PySet_Type, &busy, &PyLong_Type, &slot,
+                          &PersistentType, &requests, &PyList_Type, &pack, &PyList_Type, &local,
+                          &PyList_Type, &unpack, &elsewhere, &not_as_expected))
+        return NULL;
+    SlotRun *self = (SlotRun *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->busy = Py_NewRef(busy);
+    self->slot = Py_NewRef(slot);
+    self->requests = Py_NewRef(requests);
+    self->copies[0] = Py_NewRef(pack);
+    self->copies[1] = Py_NewRef(local);
+    self->copies[2] = Py_NewRef(unpack);
+    self->elsewhere = Py_NewRef(elsewhere);
+    self->not_as_expected = Py_NewRef(not_as_expected);
+    return (PyObject *)self;
+}
+
+/* run(arrays, waiting): the exchange on its slot, busy meanwhile, in one call into C
+   (Persistent.exchange over the bound copies), or elsewhere(arrays, waiting) while the slot
+   is busy (an exchange of the plan in flight holds it). */
+static PyObject *slot_run_call(SlotRun *self, PyObject *args, PyObject *kwargs) {
+    int busy = PySet_Contains(self->busy, self->slot);
+    if (busy < 0) return NULL;
+    if (busy) return PyObject_Call(self->elsewhere, args, kwargs);
+    if (PySet_Add(self->busy, self->slot) < 0) return NULL;
+    PyObject *code = persistent_exchange((Persistent *)self->requests, self->copies, 3);
+    PyObject *error = PyErr_GetRaisedException(); /* (discarding an int raises nothing) */
+    if (PySet_Discard(self->busy, self->slot) < 0) Py_CLEAR(code);
+    if (error != NULL) PyErr_SetRaisedException(error);
+    if (code == NULL) return NULL;
+    int wrong = PyObject_IsTrue(code);
+    if (wrong == 1) {
+        PyObject *raised = PyObject_CallOneArg(self->not_as_expected, code);
+        Py_XDECREF(raised);
+        wrong = raised == NULL ? -1 : 0;
+    }
+    Py_DECREF(code);
+    if (wrong < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyTypeObject SlotRunType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.SlotRun",
+    .tp_basicsize = sizeof(SlotRun),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "SlotRun(busy, slot, requests, pack, local, unpack, elsewhere, not_as_expected): "
+              "called (arrays, waiting), exchanges on the slot's message set with the bound "
+              "copies (see the module's source).",
+    .tp_new = slot_run_new,
+    .tp_traverse = (traverseproc)slot_run_traverse,
+    .tp_clear = (inquiry)slot_run_clear,
+    .tp_dealloc = (destructor)slot_run_dealloc,
+    .tp_call = (ternaryfunc)slot_run_call,
+};
+
 /* identities(tag, objects): (tag, id(objects[0]), ...), a key of the objects' identities. */
 static PyObject *identities(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
@@ -1425,7 +1522,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         checked_name == NULL || dim_name == NULL || PyType_Ready(&LayoutType) < 0 ||
         PyType_Ready(&AgainType) < 0 || PyType_Ready(&NumberingType) < 0 ||
         PyType_Ready(&ExchangeAgainType) < 0 || PyType_Ready(&RepeatingType) < 0 ||
-        PyType_Ready(&PersistentType) < 0)
+        PyType_Ready(&PersistentType) < 0 || PyType_Ready(&SlotRunType) < 0)
         return NULL;
     MessagesUnexpected =
         PyErr_NewException("gt4py_halo._native.MessagesUnexpected", NULL, NULL);
@@ -1441,7 +1538,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddObjectRef(m, "Numbering", (PyObject *)&NumberingType) < 0 ||
         PyModule_AddObjectRef(m, "ExchangeAgain", (PyObject *)&ExchangeAgainType) < 0 ||
         PyModule_AddObjectRef(m, "Repeating", (PyObject *)&RepeatingType) < 0 ||
-        PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0) {
+        PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0 ||
+        PyModule_AddObjectRef(m, "SlotRun", (PyObject *)&SlotRunType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -170,7 +170,7 @@ class _Exchanger:
         checked = (prepared, waiting, specs, kind, _native.Layout(arrays), name)
         self._prepared.put(dim, fields, checked)
         if dim is None or type(dim) is str:
-            kept = (fields, tuple(arrays), dim, prepared.exchange, waiting, self._agreement)
+            kept = (fields, tuple(arrays), dim, prepared.kept(arrays), waiting, self._agreement)
             self.kept.insert(0, _native.ExchangeAgain(*kept, (name, kind, specs)))
             del self.kept[FIELD_SETS_REMEMBERED:]
         return checked

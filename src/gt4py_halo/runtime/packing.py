@@ -253,10 +253,11 @@ class Slots:
     """The message sets of one plan, field signature and variant, by slot; the busy slots
     are the plan's, shared by all its field signatures."""
 
-    __slots__ = ("_busy", "_sets")
+    __slots__ = ("_sets", "busy")
 
     def __init__(self, busy: set[int]) -> None:
-        self._busy = busy
+        #: The plan's busy slots.
+        self.busy = busy
         self._sets: dict[int, Any] = {}
 
     def start(self, make: Callable[[int], Any], *args: Any) -> tuple[Any, int]:
@@ -265,7 +266,7 @@ class Slots:
         calls let other threads run) until ``release``. If ``make`` or ``start`` raises, the
         slot stays free."""
         messages, slot = self._free(make)
-        busy = self._busy
+        busy = self.busy
         busy.add(slot)
         try:
             messages.start(*args)
@@ -278,7 +279,7 @@ class Slots:
         """``exchange(*args)`` (start and wait) on the set of the lowest free slot, busy
         meanwhile."""
         messages, slot = self._free(make)
-        busy = self._busy
+        busy = self.busy
         busy.add(slot)
         try:
             messages.exchange(*args)
@@ -287,18 +288,22 @@ class Slots:
 
     def _free(self, make: Callable[[int], Any]) -> tuple[Any, int]:
         """The set of the lowest free slot, made if missing, and the slot."""
-        busy = self._busy
+        busy = self.busy
         slot = 0
         while slot in busy:
             slot += 1
+        return self.of(slot, make), slot
+
+    def of(self, slot: int, make: Callable[[int], Any]) -> Any:
+        """The set of ``slot``, made if missing."""
         messages = self._sets.get(slot)
         if messages is None:
             messages = self._sets[slot] = make(slot)
-        return messages, slot
+        return messages
 
     def release(self, slot: int) -> None:
-        self._busy.discard(slot)
+        self.busy.discard(slot)
 
     def releaser(self, slot: int) -> Callable[[], None]:
         """``release(slot)``, as a call that references no message set (a set may hold it)."""
-        return partial(self._busy.discard, slot)
+        return partial(self.busy.discard, slot)

@@ -144,12 +144,27 @@ class MessageSet:
     def exchange(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
         """``start`` and ``wait`` in one call into C, where nothing is profiled (the
         profiled phases are ``start`` and ``wait``'s); the caller holds the slot meanwhile."""
-        pack, unpack, local = self._bind(arrays, kept)
+        pack, unpack, local = self.bind(arrays, kept)
         code = self._requests.exchange(pack, local, unpack)  # (and the sends waited for, if 0)
         if code:
             self._not_as_expected(code)
 
-    def _bind(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> Bound:
+    def slot_run(
+        self,
+        busy: set[int],
+        slot: int,
+        pack: list,
+        local: list,
+        unpack: list,
+        elsewhere: Callable[[Sequence[Any], None], None],
+    ) -> _native.SlotRun:
+        """``exchange`` over these bound copies as one C call, on ``slot`` (this set's)
+        while it is free (``_native.SlotRun``)."""
+        return _native.SlotRun(
+            busy, slot, self._requests, pack, local, unpack, elsewhere, self._not_as_expected
+        )
+
+    def bind(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> Bound:
         """The copies of exchanging ``arrays``: from ``kept`` (the caller's, by message set:
         a prepared exchange, one field set), or bound now and kept there where they hold no
         reference to the arrays."""
@@ -165,7 +180,7 @@ class MessageSet:
 
     def start(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
         """Post the exchange of ``arrays``; ``kept``: as ``_bind`` takes it."""
-        pack, unpack, local = self._bind(arrays, kept)
+        pack, unpack, local = self.bind(arrays, kept)
         rec = profiling.recorder
         if not rec:
             self._requests.start(pack, local)
@@ -361,6 +376,19 @@ class PreparedMpiExchange:
         """Exchange now, in one call into C. ``waiting`` is ``None``: the messages check
         themselves, no wait is watched for a disagreement."""
         self._slots.exchange(self._make, arrays, self._bound)
+
+    def kept(self, arrays: Sequence[Any]) -> Callable[[Sequence[Any], None], None]:
+        """What a kept call of ``arrays`` runs (``_native.ExchangeAgain``): ``exchange``, or,
+        where the copies bound to them hold no reference to them (host arrays), the message
+        set of the first slot with those copies, called from C (``_native.SlotRun``; on
+        another slot while that one is busy)."""
+        slot = 0
+        messages = self._slots.of(slot, self._make)
+        bound = messages.bind(arrays, self._bound)
+        if messages not in self._bound:
+            return self.exchange
+        pack, unpack, local = bound
+        return messages.slot_run(self._slots.busy, slot, pack, local, unpack, self.exchange)
 
 
 def _traffic(kind: str, messages: Sequence[tuple[int, MessageBuffer]]) -> dict:

@@ -102,6 +102,10 @@ class PreparedNcclExchange:
     def exchange(self, arrays: Sequence[Any], waiting: Callable[[], None] | None) -> None:
         self.start(arrays).wait(waiting)
 
+    def kept(self, arrays: Sequence[Any]) -> Callable[[Sequence[Any], Any], None]:
+        """What a kept call of ``arrays`` runs (``_native.ExchangeAgain``): ``exchange``."""
+        return self.exchange
+
 
 class _NcclMessages:
     """The device buffers of one plan, field signature and slot, and the stream that last
