@@ -303,7 +303,7 @@ def test_repeated_calls_keep_dace_call_hooks():
 
 @pytest.mark.parametrize("kind", ["numpy", "gt4py"])
 def test_a_repeated_call_runs_no_python(kind):
-    """A call with a kept call's arguments runs the step from C (``_native.Step``): no
+    """A call with a kept call's arguments runs the step from C (``_native.Repeating``): no
     Python function of the package runs between the caller and the step, for the same
     field at each call and for two swapped at each call alike, and the halos are written
     every time; new arguments go through Python again. NumPy arrays and GT4Py's default

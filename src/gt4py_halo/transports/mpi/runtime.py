@@ -179,7 +179,7 @@ class MessageSet:
         return bound
 
     def start(self, arrays: Sequence[Any], kept: dict[MessageSet, Bound]) -> None:
-        """Post the exchange of ``arrays``; ``kept``: as ``_bind`` takes it."""
+        """Post the exchange of ``arrays``; ``kept``: as ``bind`` takes it."""
         pack, unpack, local = self.bind(arrays, kept)
         rec = profiling.recorder
         if not rec:
