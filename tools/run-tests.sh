@@ -6,27 +6,41 @@ set -u
 cd "$(dirname "$0")/.."
 status=0
 ruff check src tests examples benchmarks && ruff format --check -q src tests examples benchmarks || status=1
-# The single-process tests run on one core while the collective tests on one rank use the
-# other (they build most steps first; the runs on more ranks load those builds), with DaCe
-# build folders of their own: two processes must not build one step into one folder at once.
-# The runs on 2 or more ranks use both cores: the single-process tests end before them.
+# On one rank the collective tests (they build most steps first; the runs on more ranks load
+# those builds) take one core; the other runs the single-process tests, with a DaCe build
+# folder of their own (they remove and truncate builds), then the examples on one rank. Jobs
+# may share the build folders and caches otherwise (compiled/cache_files.py). The runs on 2
+# or more ranks use both cores: the runs on one end before them.
 # Each run lists its slowest tests (--durations): where make test's minutes go.
-unit_log=$(mktemp)
-DACE_default_build_folder=.dacecache/unit \
-  timeout 1500 python -m pytest tests/unit -q -p no:cacheprovider --durations=10 >"$unit_log" 2>&1 &
-unit=$!
-unit_done() {
+second_core() {
+  local failed=0
   echo "=== tests/unit ==="
-  wait "$unit" || { echo "tests/unit FAILED"; status=1; }
-  cat "$unit_log"; rm -f "$unit_log"; unit=
+  DACE_default_build_folder=.dacecache/unit \
+    timeout 1500 python -m pytest tests/unit -q -p no:cacheprovider --durations=10 ||
+    { echo "tests/unit FAILED"; failed=1; }
+  echo "=== tests/mpi/test_examples.py on 1 rank ==="
+  timeout 1500 mpirun -n 1 python -m mpi4py -m pytest tests/mpi/test_examples.py -q \
+    -p no:cacheprovider --durations=5 || { echo "tests/mpi/test_examples.py FAILED on 1 rank"; failed=1; }
+  return $failed
 }
+side_log=$(mktemp)
+second_core >"$side_log" 2>&1 &
+side=$!
 for n in ${MPI_TEST_RANKS:-1 2 3 4}; do
-  if [ "$n" -gt 1 ] && [ -n "$unit" ]; then unit_done; fi
+  only=()
+  if [ "$n" -eq 1 ] && [ -n "$side" ]; then only=(--ignore=tests/mpi/test_examples.py); fi
+  if [ "$n" -gt 1 ] && [ -n "$side" ]; then
+    wait "$side" || status=1
+    cat "$side_log"; rm -f "$side_log"; side=
+  fi
   echo "=== tests/mpi on $n rank(s) ==="
   quiet=()
   [ "$n" -gt 1 ] && quiet=(: -n $((n - 1)) python -m mpi4py -m pytest tests/mpi -p no:cacheprovider -p no:terminal)
-  timeout 1500 mpirun -n 1 python -m mpi4py -m pytest tests/mpi -q -p no:cacheprovider --durations=15 "${quiet[@]}" || {
+  timeout 1500 mpirun -n 1 python -m mpi4py -m pytest tests/mpi "${only[@]}" -q -p no:cacheprovider --durations=15 "${quiet[@]}" || {
     echo "tests/mpi FAILED on $n rank(s)"; status=1; }
 done
-if [ -n "$unit" ]; then unit_done; fi
+if [ -n "$side" ]; then
+  wait "$side" || status=1
+  cat "$side_log"; rm -f "$side_log"
+fi
 exit $status

@@ -166,6 +166,7 @@ def test_compiled_step_equals_runtime_path_and_single_rank(
     assert comm.bcast(equal, root=0), "gathered compiled result differs from one rank alone"
 
 
+@at_most_ranks(2, "one rank of other threads shows what the ranks decide together")
 @pytest.mark.parametrize("threads", ["one-everywhere", "two-on-rank-0"])
 def test_a_step_on_one_thread_per_rank_has_no_parallel_region(
     diffusion: ModuleType, comm, monkeypatch, threads: str
@@ -200,6 +201,7 @@ def test_a_step_on_one_thread_per_rank_has_no_parallel_region(
     assert len(step._builds) == 1
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_loops_counting_with_names_the_exchanges_use(diffusion: ModuleType, comm) -> None:
     """A ``while`` loop counting with ``k`` and a ``for`` loop over ``p`` around exchanges:
     the C++ of the exchanges has locals of those names, which DaCe took for reads of the
@@ -234,6 +236,7 @@ def test_loops_counting_with_names_the_exchanges_use(diffusion: ModuleType, comm
     np.testing.assert_array_equal(v.asnumpy(), y.asnumpy())
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_jumps_that_stay_on_one_side_of_a_split_exchange(diffusion: ModuleType, comm) -> None:
     """A loop broken between ``ex.start(u)`` and ``h.finish()`` (it stays there) and a
     ``continue`` after the finish run as written: the bits of the same exchanges and
@@ -274,6 +277,7 @@ def test_jumps_that_stay_on_one_side_of_a_split_exchange(diffusion: ModuleType, 
         np.testing.assert_array_equal(got.asnumpy(), expected.asnumpy())
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_python_ints_where_a_gt4py_program_takes_int32(diffusion: ModuleType, comm) -> None:
     """Bounds passed as Python ints, by position or keyword, or from a local constant of the
     step: DaCe types them int64, the GT4Py program takes int32 (narrowed in C, a value beyond
@@ -400,6 +404,7 @@ def test_one_build_serves_every_process_grid(comm) -> None:
     assert lowered(comm) == lowered(MPI.COMM_SELF)
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_a_step_may_be_a_method(diffusion: ModuleType, comm) -> None:
     """ICON4Py's way: a granule keeps its exchange and stencils as attributes and steps in a
     method. ``gh.program`` of a bound method, and ``@gh.program`` in a class body (a step per
@@ -540,6 +545,7 @@ def assert_exact_halos(d: gh.CartesianDecomposition, fields: list, specs: list) 
         np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
 
 
+@at_most_ranks(3, "a process grid of one row: 3 ranks have a middle one, 4 add nothing")
 @pytest.mark.parametrize("layout", ["C", "F", "gt4py"])
 @pytest.mark.parametrize("split", [0, 1], ids=["split-axis-0", "split-axis-1"])
 def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
@@ -573,6 +579,7 @@ def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
         assert_exact_halos(d, fields, specs)
 
 
+@at_most_ranks(2, "one even and one odd rank show it")
 def test_strides_that_coincide_on_some_ranks_only(comm) -> None:
     """A second call whose two fields' strides coincide on even ranks only (one padded on odd
     ranks) runs on every rank: strides are no part of a build's key, which would send the odd
@@ -593,6 +600,7 @@ def test_strides_that_coincide_on_some_ranks_only(comm) -> None:
             np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
 
 
+@at_most_ranks(3, "a process grid of one row: 3 ranks have a middle one, 4 add nothing")
 @pytest.mark.parametrize("split", [0, 1], ids=["split-axis-0", "split-axis-1"])
 def test_blocks_one_cell_wide_on_some_ranks(comm, split) -> None:
     """The last rank's block is one cell wide across the split axis (no halo there): its
@@ -624,6 +632,7 @@ def test_blocks_one_cell_wide_on_some_ranks(comm, split) -> None:
     assert len(step._binaries) <= 3
 
 
+@at_most_ranks(2, "the first rank and another show it")
 @pytest.mark.parametrize("layout", ["C", "gt4py"])
 def test_two_decompositions_whose_shapes_coincide_on_some_ranks(comm, layout) -> None:
     """Cells (12, 11) and faces (13, 11) split along axis 0: the first rank's cell and face
@@ -653,6 +662,7 @@ def test_two_decompositions_whose_shapes_coincide_on_some_ranks(comm, layout) ->
     assert len(step._binaries) <= 2
 
 
+@at_most_ranks(2, "the calls kept, not the decomposition, are under test")
 @pytest.mark.parametrize("order", ["C", "gt4py"])
 def test_buffers_swapped_between_calls_fill_exact_halos(comm, order) -> None:
     """A model swapping two buffers between calls (``x, y = y, x``), a third now and then: the
@@ -735,6 +745,7 @@ def test_ranks_out_of_step_between_kept_calls_raise(comm, order) -> None:
         assert_exact_halos(d, [fields[k]], [specs[k]])
 
 
+@at_most_ranks(2, "two ranks of other values show it")
 def test_scalars_equal_to_the_last_call_s_take_the_last_call(comm) -> None:
     """A scalar argument recomputed before each call, of a value that differs between ranks:
     CPython keeps one object for small ints (here on rank 0 only), so by identity it was the
@@ -782,6 +793,7 @@ def test_ranks_passing_arrays_of_other_orders(comm, min_bytes) -> None:
         assert_exact_halos(d, fields, specs)
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 @pytest.mark.parametrize("annotations", ["strings", "evaluated"])
 @pytest.mark.parametrize("layout", ["C", "gt4py"])
 def test_annotations_do_not_type_a_step(comm, annotations, layout) -> None:
@@ -857,6 +869,7 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
         fields = fresh()
 
 
+@at_most_ranks(3, "a process grid of one row: 3 ranks have a middle one, 4 add nothing")
 @pytest.mark.parametrize("min_bytes", [1, None], ids=["in-place", "packed"])
 @pytest.mark.parametrize("periodic", [True, False], ids=["periodic", "open"])
 def test_faces_carry_the_halo_of_an_axis_that_wraps(comm, min_bytes, periodic) -> None:
@@ -1430,6 +1443,7 @@ def test_compiled_unstructured_exchange_on_the_gpu(comm, transport) -> None:
             np.testing.assert_array_equal(device[key].get(), expected)
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_message_tags_beyond_the_mpi_bound_are_refused(comm) -> None:
     """Each compiled exchange node takes its own tags; past the communicator's ``MPI_TAG_UB``
     building a step must fail with a clear error, not post messages MPI refuses."""
@@ -1455,6 +1469,7 @@ def test_compiled_exchange_data_releases_its_communicator(comm) -> None:
     assert data.comm.Get_size() == comm.Get_size()
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_split_phase_misuse_is_a_clear_error(comm) -> None:
     """A start never finished, or finished twice, or finished in another block (a loop body or
     branch the start is not in, or the other way round: finished more or less often than
@@ -1563,6 +1578,7 @@ def test_split_phase_misuse_is_a_clear_error(comm) -> None:
         second_of_a_name_finished_twice(a, b)
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_a_step_takes_keyword_arguments_and_defaults(comm) -> None:
     """A step is called like the function it is: keywords in any order, defaults filled in
     (exact halos, the scale applied; NumPy's fields and GT4Py's default ones, uneven blocks);
@@ -1595,6 +1611,7 @@ def test_a_step_takes_keyword_arguments_and_defaults(comm) -> None:
         scaled(a, b, 1.0, 2.0)
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_names_given_other_objects_after_the_build_are_refused(comm) -> None:
     """A step compiles in what its names held at its first build. A closure variable, an
     attribute of an object or of the step's ``self``, or a number given another object
@@ -1685,6 +1702,7 @@ def test_names_given_other_objects_after_the_build_are_refused(comm) -> None:
     check(gh.program(exchange_and_scale, comm=comm), walled, c)
 
 
+@at_most_ranks(2, "the last rank and another show it")
 def test_a_read_only_argument_the_step_writes_is_refused(comm, tmp_path) -> None:
     """An argument the step writes that is read-only on the last rank (a read-only memory
     map: the step crashed writing it; an array over ``bytes``; one made read-only: written
@@ -1725,6 +1743,7 @@ def test_a_read_only_argument_the_step_writes_is_refused(comm, tmp_path) -> None
             np.testing.assert_array_equal(v[1:3, 1:3], u[1:3, 1:3] + 1.0)
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 def test_arrays_of_the_closure_are_refused(comm) -> None:
     """A step that reads an array it is not given (a variable of its closure, an object's
     attribute) is refused on every rank before anything runs: a build would keep the array
@@ -1751,6 +1770,7 @@ def test_arrays_of_the_closure_are_refused(comm) -> None:
         from_an_attribute(a, b)
 
 
+@at_most_ranks(2, "the step's code, not the decomposition, is under test")
 @pytest.mark.parametrize("backend", ["mpi", "ghex"])
 def test_a_name_given_the_next_start_finishes_it(comm, backend) -> None:
     """``h = ex.start(a) ... h.finish()``, then ``h = ex.start(b)`` with a blocking exchange

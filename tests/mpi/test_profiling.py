@@ -11,6 +11,7 @@ import dace
 import gt4py.next as gtx
 import numpy as np
 import pytest
+from conftest import at_most_ranks
 from halo_reference import gpu_or_skip
 from mpi4py import MPI
 
@@ -107,6 +108,7 @@ def test_the_summary_names_every_rank(run, comm) -> None:
         assert "slowest rank: " in summary
 
 
+@at_most_ranks(2, "a build with or without timers, the same on any number of ranks")
 def test_timers_only_in_steps_built_while_profiling(run, comm, tmp_path) -> None:
     """Off, the step is another build, without timer code; nothing is written."""
     _, step, args = run
