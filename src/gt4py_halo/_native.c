@@ -1340,6 +1340,8 @@ typedef struct {
 
 static int slot_run_traverse(SlotRun *self, visitproc visit, void *arg) {
     Py_VISIT(self->busy);
+    Py_VISIT(self->requests);
+    for (int i = 0; i < 3; ++i) Py_VISIT(self->copies[i]);
     Py_VISIT(self->elsewhere);
     Py_VISIT(self->not_as_expected);
     return 0;
