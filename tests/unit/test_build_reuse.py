@@ -41,16 +41,23 @@ STEP = textwrap.dedent(
             a[i, j] = a[i, j] * SCALE
 
     a = np.arange(float(np.prod(d.allocated_shape))).reshape(d.allocated_shape)
+    if os.environ.get("SHOW"):
+        shown = step.to_sdfg(a)
+        nodes = sum(1 for _ in shown.all_nodes_recursive())
+        print(shown.name, nodes, sorted(step.fusion_report(a).copy_maps.items()))
     step(a)
     print(a.sum())
     """
 )
 
 
-def run_step(workdir, scale: str, halo: int = 1, refuse_parse: bool = False) -> tuple[float, dict]:
+def run_step(
+    workdir, scale: str, halo: int = 1, refuse_parse: bool = False, show: bool = False
+) -> tuple[float, dict]:
     """The step's result, and every library in the working directory with its mtime. The
     step's caches are the working directory's own: GT4Py's (and so the step records) and
-    DaCe's build folders. ``refuse_parse``: parsing the step fails."""
+    DaCe's build folders. ``refuse_parse``: parsing the step fails; ``show``: the step's
+    ``to_sdfg`` and ``fusion_report`` are printed first (``shown``)."""
     script = workdir / f"step_{scale}_{halo}.py"  # DaCe parses the step from its source file
     script.write_text(STEP.replace("SCALE", scale).replace("HALO", str(halo)))
     done = subprocess.run(
@@ -59,12 +66,17 @@ def run_step(workdir, scale: str, halo: int = 1, refuse_parse: bool = False) -> 
         check=False,
         capture_output=True,
         text=True,
-        env=isolated(workdir, REFUSE_PARSE="1" if refuse_parse else ""),
+        env=isolated(workdir, REFUSE_PARSE="1" if refuse_parse else "", SHOW="1" if show else ""),
     )
     if done.returncode:
         raise RuntimeError(done.stderr)
     libraries = {p: p.stat().st_mtime_ns for p in workdir.rglob("*.so")}
+    shown[workdir] = done.stdout.splitlines()[0] if show else ""
     return float(done.stdout.split()[-1]), libraries
+
+
+#: what the last ``run_step(..., show=True)`` in a working directory printed of the step
+shown: dict = {}
 
 
 def isolated(workdir, **more: str) -> dict[str, str]:
@@ -92,6 +104,24 @@ def test_a_second_run_does_not_parse_the_step(tmp_path):
     with pytest.raises(RuntimeError, match="parsed again"):
         run_step(tmp_path, "2.0", halo=2, refuse_parse=True)
     assert run_step(tmp_path, "2.0", halo=2)[0] != total
+
+
+def test_a_step_shown_again_in_a_later_run_is_not_parsed(tmp_path):
+    """``to_sdfg`` and ``fusion_report`` of a step shown in an earlier run load what that run
+    lowered (``step_cache.store_lowered``): the same graph and report, the step not parsed.
+    What was kept cut short is lowered again."""
+    total, _ = run_step(tmp_path, "2.0", show=True)
+    first = shown[tmp_path]
+    assert "unpack" in first, first  # the report names the copy maps
+    assert run_step(tmp_path, "2.0", refuse_parse=True, show=True)[0] == total
+    assert shown[tmp_path] == first
+    (kept,) = tmp_path.rglob("gt4py_halo_steps/*.lowered.json.gz")
+    kept.write_bytes(kept.read_bytes()[:1000])
+    with pytest.raises(RuntimeError, match="parsed again"):
+        run_step(tmp_path, "2.0", refuse_parse=True, show=True)
+    assert run_step(tmp_path, "2.0", show=True)[0] == total
+    assert shown[tmp_path] == first
+    assert run_step(tmp_path, "2.0", refuse_parse=True, show=True)[0] == total  # kept anew
 
 
 def test_a_library_left_truncated_is_built_again(tmp_path):

@@ -23,6 +23,7 @@ import numpy as np
 from dace.frontend.python.common import SDFGClosure
 from mpi4py import MPI
 
+from gt4py_halo.compiled.graph import no_line_info
 from gt4py_halo.compiled.nodes import SELF, CompiledExchange, HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.compiled.phases import TOKEN
 from gt4py_halo.compiled.split_phase import ExchangeToken
@@ -244,26 +245,31 @@ def exchange_sdfg(
     node = node_type(f"halo_exchange_{plan.name}", spec)
     PLANS[spec.uid] = plan
     node.implementation = implementation
-    sdfg = dace.SDFG(f"{phase}_{plan.name}_{spec.uid}")
-    state = sdfg.add_state(phase)
-    state.add_node(node)
-    names = field_names(len(descriptors))
-    for i, (name, desc) in enumerate(zip(names, descriptors)):
-        desc = desc.clone()
-        desc.transient = False
-        sdfg.add_datadesc(name, desc)
-        state.add_edge(state.add_read(name), None, node, f"_f{i}", _whole(name, desc))
-        if phase != "start":
-            state.add_edge(node, f"_f{i}", state.add_write(name), None, _whole(name, desc))
-    if phase == "start":
-        token = sdfg.add_datadesc("__return", ExchangeToken())
-        state.add_edge(node, TOKEN, state.add_write(token), None, _whole(token, sdfg.arrays[token]))
-    connectors = {f"_{what}": data.name(plan, what) for what in spec.plan_arrays}
-    connectors["_comm"] = handle_name(data.prefix)
-    for connector, name in connectors.items():
-        sdfg.add_datadesc(name, data.descriptor(name))
-        state.add_edge(state.add_read(name), None, node, connector, _whole(name, sdfg.arrays[name]))
-    sdfg.arg_names = names
+    with no_line_info():
+        sdfg = dace.SDFG(f"{phase}_{plan.name}_{spec.uid}")
+        state = sdfg.add_state(phase)
+        state.add_node(node)
+        names = field_names(len(descriptors))
+        for i, (name, desc) in enumerate(zip(names, descriptors)):
+            desc = desc.clone()
+            desc.transient = False
+            sdfg.add_datadesc(name, desc)
+            state.add_edge(state.add_read(name), None, node, f"_f{i}", _whole(name, desc))
+            if phase != "start":
+                state.add_edge(node, f"_f{i}", state.add_write(name), None, _whole(name, desc))
+        if phase == "start":
+            token = sdfg.add_datadesc("__return", ExchangeToken())
+            state.add_edge(
+                node, TOKEN, state.add_write(token), None, _whole(token, sdfg.arrays[token])
+            )
+        connectors = {f"_{what}": data.name(plan, what) for what in spec.plan_arrays}
+        connectors["_comm"] = handle_name(data.prefix)
+        for connector, name in connectors.items():
+            sdfg.add_datadesc(name, data.descriptor(name))
+            state.add_edge(
+                state.add_read(name), None, node, connector, _whole(name, sdfg.arrays[name])
+            )
+        sdfg.arg_names = names
     return sdfg
 
 

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
 import dace
 from dace import dtypes
 from dace.sdfg.state import LoopRegion
+
+
+def no_line_info() -> contextlib.AbstractContextManager:
+    """While nodes of ours are added: none gets a source line. DaCe gives each node added
+    without one the line of its caller, found by inspecting the whole Python stack (most of
+    the time of adding a node; ``inspect`` scans every module for a frame of a script run by
+    ``runpy``, ``python -m mpi4py script.py``), and that line would be ours or GT4Py's, not
+    the user's."""
+    return dace.config.set_temporary("compiler", "lineinfo", value="none")
 
 
 def connect_whole(

@@ -35,6 +35,7 @@ from gt4py.next.otf import arguments, toolchain, workflow
 from gt4py.next.program_processors.runners.dace import program as dace_program
 
 from gt4py_halo.compiled.cache_files import write_whole
+from gt4py_halo.compiled.graph import no_line_info
 from gt4py_halo.errors import ProgramError
 
 log = logging.getLogger(__name__)
@@ -60,12 +61,9 @@ def translated_once() -> Iterator[None]:
 
 
 def _sdfg(self: dace_program.Program, *args: Any, **kwargs: Any) -> dace.SDFG:
-    # DaCe's default line info inspects the Python stack at every node a translation adds (the
-    # lines it finds are GT4Py's own); ``inspect`` scans every module for a frame of a script
-    # run by ``runpy`` (``python -m mpi4py script.py``): two thirds more time per translation.
-    # The setting is part of the key (``dace_settings``).
+    # two thirds less time per translation; the setting is part of the key (``dace_settings``)
     _check_integers(self, args, kwargs)
-    with dace.config.set_temporary("compiler", "lineinfo", value="none"):
+    with no_line_info():
         try:
             return _translated(self, args, kwargs)
         except AssertionError as error:  # GT4Py's check of DaCe's argument types, no message

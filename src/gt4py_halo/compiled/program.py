@@ -67,6 +67,7 @@ from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.compiled.graph import (
     ignore_assigned_names,
     isolate_nested_sdfgs,
+    no_line_info,
     sort_assignments,
 )
 from gt4py_halo.compiled.gt4py_translations import translated_once
@@ -172,7 +173,8 @@ class Program(_native.Repeating):
         self._layouts: dict[tuple, list] = {}  # per build key
         self._chosen: dict[tuple, tuple] = {}  # per local pattern (``_local_pattern``): a key
         self._builds: dict[tuple, tuple] = {}  # per local pattern and key: an instance
-        self._lowered: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}
+        self._lowered: dict[tuple, Lowering] = {}  # per build key
+        self._shown: dict[tuple, tuple[dace.SDFG, FusionReport]] = {}  # per build key
         self._last_calls: list[LastCall] = []  # the most recently run first (``SLOTS``)
 
     @functools.cached_property
@@ -325,7 +327,7 @@ class Program(_native.Repeating):
         layouts = self._layouts_here(values)
         if not lowered:
             return self._parse(values, layouts)
-        return copy.deepcopy(self._lower(values, layouts)[0])
+        return copy.deepcopy(self._show(values, layouts)[0])
 
     def exchange_report(self) -> list[PlacedInStep]:
         """The exchanges ``exchange=`` placed in the step, in the order of its code
@@ -364,7 +366,28 @@ class Program(_native.Repeating):
         """Which exchange copy maps the pipeline fused for a call with ``args``, by the labels
         the expansions gave them (in ``to_sdfg``'s graph: ``shared_functions.shared_name``)."""
         values = [_plain(a) for a in args]
-        return self._lower(values, self._layouts_here(values))[1]
+        return self._show(values, self._layouts_here(values))[1]
+
+    def _show(self, values: list[Any], layouts: list) -> tuple[dace.SDFG, FusionReport]:
+        """The lowered step and its fusion report that ``to_sdfg`` and ``fusion_report`` show:
+        as this process lowered it, else as an earlier run kept it, else lowered now; kept
+        for later runs (``step_cache.store_lowered``)."""
+        key = self._key(values, layouts)
+        if key in self._shown:
+            return self._shown[key]
+        with self._globals():
+            known = step_cache.step_key(
+                self._dace_program, self._descriptors(values, layouts), self._around(key)
+            )
+        shown = None
+        if key not in self._lowered and known is not None:
+            shown = step_cache.load_lowered(known)
+        if shown is None:
+            shown = self._lower(values, layouts)[:2]
+            if known is not None:
+                step_cache.store_lowered(known, *shown)
+        self._shown[key] = shown
+        return shown
 
     def _build(
         self, values: list[Any], failure: Exception | None = None
@@ -791,10 +814,7 @@ class Program(_native.Repeating):
         exchanged = _exchanged_arguments(sdfg, self._dace_program.argnames)
         written = _written_arguments(sdfg, self._dace_program.argnames)
         prefixes = canonical_names(sdfg)
-        # DaCe gives each node it adds without debug info the line of its caller, found by
-        # inspecting the whole stack (most of a large step's lowering); the nodes lowering
-        # adds get none: their lines would be ours, not the user's
-        with dace.config.set_temporary("compiler", "lineinfo", value="none"):
+        with no_line_info():
             lowered = lower_halo_exchanges(
                 sdfg,
                 self._device == "cpu",

@@ -34,6 +34,7 @@ from dace.sdfg.state import (
     ReturnBlock,
 )
 
+from gt4py_halo.compiled.graph import no_line_info
 from gt4py_halo.compiled.message_buffers import message_buffers
 from gt4py_halo.compiled.phases import TOKEN
 from gt4py_halo.errors import ProgramError
@@ -204,22 +205,25 @@ def _finish_sdfg(start_sdfg: dace.SDFG) -> dace.SDFG:
     finish.spec = dataclasses.replace(start.spec, phase="finish")
     finish.remove_out_connector(TOKEN)
     finish.add_in_connector(TOKEN)
-    sdfg = dace.SDFG(start_sdfg.name.replace("start_", "finish_", 1))
-    for name, dtype in start_sdfg.symbols.items():
-        sdfg.add_symbol(name, dtype)
-    for name, desc in start_sdfg.arrays.items():
-        if name != "__return":
-            sdfg.add_datadesc(name, copy.deepcopy(desc))
-    sdfg.add_array("token", [1], dace.int8)
-    state = sdfg.add_state("finish")
-    state.add_node(finish)
-    for e in start_state.in_edges(start):
-        state.add_edge(state.add_read(e.data.data), None, finish, e.dst_conn, copy.deepcopy(e.data))
-        if e.dst_conn.startswith("_f"):
-            finish.add_out_connector(e.dst_conn, force=True)  # also an input: read-write
-            memlet = copy.deepcopy(e.data)
-            state.add_edge(finish, e.dst_conn, state.add_write(e.data.data), None, memlet)
-    state.add_edge(state.add_read("token"), None, finish, TOKEN, dace.Memlet("token[0]"))
+    with no_line_info():
+        sdfg = dace.SDFG(start_sdfg.name.replace("start_", "finish_", 1))
+        for name, dtype in start_sdfg.symbols.items():
+            sdfg.add_symbol(name, dtype)
+        for name, desc in start_sdfg.arrays.items():
+            if name != "__return":
+                sdfg.add_datadesc(name, copy.deepcopy(desc))
+        sdfg.add_array("token", [1], dace.int8)
+        state = sdfg.add_state("finish")
+        state.add_node(finish)
+        for e in start_state.in_edges(start):
+            state.add_edge(
+                state.add_read(e.data.data), None, finish, e.dst_conn, copy.deepcopy(e.data)
+            )
+            if e.dst_conn.startswith("_f"):
+                finish.add_out_connector(e.dst_conn, force=True)  # also an input: read-write
+                memlet = copy.deepcopy(e.data)
+                state.add_edge(finish, e.dst_conn, state.add_write(e.data.data), None, memlet)
+        state.add_edge(state.add_read("token"), None, finish, TOKEN, dace.Memlet("token[0]"))
     sdfg.arg_names = list(start_sdfg.arg_names)
     return sdfg
 

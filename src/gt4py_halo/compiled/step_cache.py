@@ -21,6 +21,10 @@ Records live beside GT4Py's persistent build cache (``GT4PY_BUILD_CACHE_LIFETIME
 in ``GT4PY_BUILD_CACHE_DIR``); without a persistent cache, nothing is kept. A record is
 written whole or not at all (jobs may share the folder), and one whose binary is gone or not
 whole is ignored (``cache_files.py``).
+
+A step shown with ``Program.to_sdfg`` or ``fusion_report`` keeps its lowered graph and fusion
+report under the same key (``store_lowered``): showing it again in a later run loads them
+instead of parsing and lowering the step (seconds, where loading its build takes less).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import ast
 import copy
 import dataclasses
 import functools
+import gzip
 import hashlib
 import json
 import logging
@@ -49,7 +54,9 @@ from gt4py_halo.compiled.cache_files import (
     write_whole,
 )
 from gt4py_halo.compiled.convertible import process_prefix
+from gt4py_halo.compiled.fusion import FusionReport
 from gt4py_halo.compiled.gt4py_translations import dace_settings, program_key
+from gt4py_halo.compiled.lowered import CopyMap
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +174,33 @@ def store(key: StepKey, record: Record) -> None:
     folder = _folder()
     if folder is not None:
         write_whole(folder / f"{key.digest}.json", json.dumps(dataclasses.asdict(record)).encode())
+
+
+def store_lowered(key: StepKey, sdfg: dace.SDFG, report: FusionReport) -> None:
+    """Keeps the lowered step of ``key`` and its fusion report, for ``Program.to_sdfg`` and
+    ``fusion_report`` of later runs (a build needs the binary only: nothing is kept for it);
+    written whole or not at all, where none is kept whole yet."""
+    folder = _folder()
+    path = None if folder is None else folder / f"{key.digest}.lowered.json.gz"
+    if path is None or whole_gzip(path):
+        return
+    shown = {"sdfg": sdfg.to_json(), "report": dataclasses.asdict(report)}
+    write_whole(path, gzip.compress(json.dumps(shown).encode(), compresslevel=1))
+
+
+def load_lowered(key: StepKey) -> tuple[dace.SDFG, FusionReport] | None:
+    """What ``store_lowered`` kept under ``key``, if anything (whole)."""
+    folder = _folder()
+    if folder is None:
+        return None
+    try:
+        with open(folder / f"{key.digest}.lowered.json.gz", "rb") as file:
+            shown = json.loads(gzip.decompress(file.read()))
+        report = shown["report"]
+        copy_maps = {label: CopyMap(**c) for label, c in report.pop("copy_maps").items()}
+        return dace.SDFG.from_json(shown["sdfg"]), FusionReport(**report, copy_maps=copy_maps)
+    except (OSError, EOFError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _folder() -> Path | None:
