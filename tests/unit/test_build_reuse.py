@@ -211,13 +211,17 @@ def test_a_step_calling_a_python_helper_is_parsed_at_every_run(tmp_path):
     assert not list(tmp_path.rglob("gt4py_halo_steps/*.json"))
 
 
-def test_a_step_parsed_again_lowers_to_the_same_build():
+def test_a_step_parsed_again_lowers_to_the_same_build(monkeypatch):
     """What the process parsed before (other steps, other exchanges) does not show in a
     step's graph: the same step, made again, has the same build name."""
     import numpy as np
     from mpi4py import MPI
 
     import gt4py_halo as gh
+    from gt4py_halo.compiled import step_cache
+
+    # lowered each time, not loaded from what the first showing kept
+    monkeypatch.setattr(step_cache, "load_lowered", lambda key: None)
 
     d = gh.CartesianDecomposition((9, 7), halo=1, periodic=True, comm=MPI.COMM_SELF)
     ex, other = (gh.make_exchange(d, backend="mpi") for _ in range(2))
