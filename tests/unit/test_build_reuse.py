@@ -51,13 +51,22 @@ STEP = textwrap.dedent(
 )
 
 
-def run_step(
-    workdir, scale: str, halo: int = 1, refuse_parse: bool = False, show: bool = False
-) -> tuple[float, dict]:
+def run_step(workdir, scale: str, halo: int = 1, refuse_parse: bool = False) -> tuple[float, dict]:
     """The step's result, and every library in the working directory with its mtime. The
     step's caches are the working directory's own: GT4Py's (and so the step records) and
-    DaCe's build folders. ``refuse_parse``: parsing the step fails; ``show``: the step's
-    ``to_sdfg`` and ``fusion_report`` are printed first (``shown``)."""
+    DaCe's build folders. ``refuse_parse``: parsing the step fails."""
+    printed, libraries = _run(workdir, scale, halo, refuse_parse, show=False)
+    return float(printed.split()[-1]), libraries
+
+
+def show_step(workdir, scale: str, refuse_parse: bool = False) -> tuple[float, str]:
+    """``run_step``'s result, and what the step's ``to_sdfg`` and ``fusion_report`` showed
+    before the call (the graph's name and node count, the report's copy maps)."""
+    printed, _ = _run(workdir, scale, 1, refuse_parse, show=True)
+    return float(printed.split()[-1]), printed.splitlines()[0]
+
+
+def _run(workdir, scale: str, halo: int, refuse_parse: bool, show: bool) -> tuple[str, dict]:
     script = workdir / f"step_{scale}_{halo}.py"  # DaCe parses the step from its source file
     script.write_text(STEP.replace("SCALE", scale).replace("HALO", str(halo)))
     done = subprocess.run(
@@ -70,13 +79,7 @@ def run_step(
     )
     if done.returncode:
         raise RuntimeError(done.stderr)
-    libraries = {p: p.stat().st_mtime_ns for p in workdir.rglob("*.so")}
-    shown[workdir] = done.stdout.splitlines()[0] if show else ""
-    return float(done.stdout.split()[-1]), libraries
-
-
-#: what the last ``run_step(..., show=True)`` in a working directory printed of the step
-shown: dict = {}
+    return done.stdout, {p: p.stat().st_mtime_ns for p in workdir.rglob("*.so")}
 
 
 def isolated(workdir, **more: str) -> dict[str, str]:
@@ -97,12 +100,12 @@ def test_a_second_run_loads_the_first_runs_build(tmp_path):
 def test_a_second_run_does_not_parse_the_step(tmp_path):
     """Nor to show it: ``to_sdfg`` and ``fusion_report`` load what the first run showed
     (``step_cache.store_lowered``), the same graph and report."""
-    total, built = run_step(tmp_path, "2.0", show=True)
-    first = shown[tmp_path]
+    total, first = show_step(tmp_path, "2.0")
+    built = run_step(tmp_path, "2.0")[1]
     assert "unpack" in first, first  # the report names the copy maps
     assert list(tmp_path.rglob("gt4py_halo_steps/*.json")), "no record of the build"
-    assert run_step(tmp_path, "2.0", refuse_parse=True, show=True) == (total, built)
-    assert shown[tmp_path] == first
+    assert run_step(tmp_path, "2.0", refuse_parse=True) == (total, built)
+    assert show_step(tmp_path, "2.0", refuse_parse=True) == (total, first)
     # what the step's code or its exchanges change is parsed and built anew
     with pytest.raises(RuntimeError, match="parsed again"):
         run_step(tmp_path, "3.0", refuse_parse=True)
@@ -114,15 +117,13 @@ def test_a_second_run_does_not_parse_the_step(tmp_path):
 def test_a_shown_step_kept_cut_short_is_lowered_again(tmp_path):
     """A kept lowered step found cut short (a damaged cache folder) is lowered again at the
     next showing, and kept again whole."""
-    total, _ = run_step(tmp_path, "2.0", show=True)
-    first = shown[tmp_path]
+    shown = show_step(tmp_path, "2.0")
     (kept,) = tmp_path.rglob("gt4py_halo_steps/*.lowered.json.gz")
     kept.write_bytes(kept.read_bytes()[:1000])
     with pytest.raises(RuntimeError, match="parsed again"):
-        run_step(tmp_path, "2.0", refuse_parse=True, show=True)
-    assert run_step(tmp_path, "2.0", show=True)[0] == total
-    assert shown[tmp_path] == first
-    assert run_step(tmp_path, "2.0", refuse_parse=True, show=True)[0] == total  # kept anew
+        show_step(tmp_path, "2.0", refuse_parse=True)
+    assert show_step(tmp_path, "2.0") == shown
+    assert show_step(tmp_path, "2.0", refuse_parse=True) == shown  # kept anew
 
 
 def test_a_library_left_truncated_is_built_again(tmp_path):
