@@ -54,7 +54,14 @@ from gt4py_halo.compiled.arenas import (
     place_segments,
     wraps_axes,
 )
-from gt4py_halo.compiled.graph import HostCode, add_host_tasklet, add_persistent, on_device
+from gt4py_halo.compiled.graph import (
+    HostCode,
+    add_cpp_tasklet,
+    add_host_tasklet,
+    add_persistent,
+    connect_whole,
+    on_device,
+)
 from gt4py_halo.compiled.in_place import Runs, box_runs
 from gt4py_halo.compiled.lowered import CopyMap, Lowered
 from gt4py_halo.compiled.nodes import SELF, HaloExchange
@@ -179,6 +186,7 @@ class ArenaLowering:
         self.opposite = opposites(offsets)
         self.in_place = self._in_place_runs()
         last = self.sdfg.add_state("begin", is_start_block=True)
+        self._direct = self._add_direct_flags(last)
         if own[True] or own[False]:
             placing = place_segments(
                 self.sdfg, last, self.uid, own[True], own[False], "_order", "_peers", offsets
@@ -199,7 +207,7 @@ class ArenaLowering:
                 last = self._arena_copies(last, "pack")
             else:
                 for k in range(len(offsets)):
-                    packed = self._unless_direct(self.sends, k)
+                    packed = self._unless_direct(True, k)
                     for n, (flags, group) in enumerate(self._pack_groups()):
                         fill = functools.partial(self._add_copies, group, k, "pack")
                         condition = f"_peers[{k}] >= 0" + _unless(flags) + packed
@@ -215,7 +223,7 @@ class ArenaLowering:
                     branches.append(branch)
                 if node.spec.copy_maps != "arena":
                     unpack = functools.partial(self._add_copies, self.recvs, k, "unpack")
-                    packed = self._unless_direct(self.recvs, k)
+                    packed = self._unless_direct(False, k)
                     branches.insert(0, (f"_peers[{k}] >= 0" + packed, unpack))
                 if branches:
                     last = self._branch(last, f"unpack_{k}", branches)
@@ -257,35 +265,67 @@ class ArenaLowering:
                 chosen.update((key, found[key]) for pair in pairs for key in pair)
         return chosen
 
-    def in_place_condition(self, arenas: list[Arena], k: int, cpp: bool) -> str | None:
-        """When ``arenas``' segments of direction ``k`` go in place (run-time values of the
-        shape symbols); ``None``: never."""
+    def in_place_condition(self, arenas: list[Arena], k: int) -> str | None:
+        """When ``arenas``' segments of direction ``k`` go in place (C++ of the run-time
+        values of the shape symbols); ``None``: never."""
         conditions = []
         for arena in arenas:
             runs = self.in_place.get((arena.name, k))
             if runs is None:
                 return None
             min_bytes = self.node.spec.in_place_min_bytes
-            conditions.append(runs[0][1].condition(arena.dtype.bytes, min_bytes, cpp))
-        return (" && " if cpp else " and ").join(conditions) if conditions else None
+            conditions.append(runs[0][1].condition(arena.dtype.bytes, min_bytes, True))
+        return " && ".join(conditions) if conditions else None
 
-    def direct_condition(self, arenas: list[Arena], k: int, cpp: bool) -> str | None:
+    def direct_condition(self, arenas: list[Arena], k: int) -> str | None:
         """When MPI moves ``arenas``' segments of direction ``k`` straight from or into the
-        fields: they go in place and this rank's fields are dense where their runs were
+        fields (C++): they go in place and this rank's fields are dense where their runs were
         merged (else the runs go through the arena segments, packed); ``None``: never."""
-        condition = self.in_place_condition(arenas, k, cpp)
+        condition = self.in_place_condition(arenas, k)
         if condition is None:
             return None
         dense = {
-            runs.dense_condition(cpp) for a in arenas for _, runs in self.in_place[(a.name, k)]
+            runs.dense_condition(True) for a in arenas for _, runs in self.in_place[(a.name, k)]
         }
-        return (" && " if cpp else " and ").join([condition, *sorted(dense)])
+        return " && ".join([condition, *sorted(dense)])
 
-    def _unless_direct(self, arenas: list[Arena], k: int) -> str:
-        """The condition's tail that leaves direction ``k`` of ``arenas`` to MPI, from field
-        to field: no copy map runs for it."""
-        condition = self.direct_condition(arenas, k, cpp=False)
-        return f" and not ({condition})" if condition else ""
+    def _add_direct_flags(self, state: dace.SDFGState) -> dict[tuple[bool, int], int]:
+        """(sending, direction) -> the element of the exchange's flags array telling whether
+        MPI moves that direction's segments straight from or into the fields at this call
+        (``direct_condition``), for the directions that can go so; a C++ tasklet in
+        ``state`` sets them, where the segment offsets and wrap symbols are set.
+
+        The branches that skip the copy maps test one flag each: the conditions themselves,
+        per direction a test of every field's shapes and strides, are thousands of
+        characters that DaCe's analyses parse with SymPy at every pass over the step."""
+        phase = self.node.spec.phase
+        sides = [(True, self.sends)] if packs(phase) else []
+        sides += [(False, self.recvs)] if unpacks(phase) else []
+        flags: dict[tuple[bool, int], int] = {}
+        code = []
+        for sending, side in sides:
+            for k in range(len(self.node.spec.directions)):
+                if (condition := self.direct_condition(side, k)) is not None:
+                    code.append(f"direct[{len(flags)}] = ({condition});")
+                    flags[(sending, k)] = len(flags)
+        if flags:
+            name = f"{self.uid}_direct"
+            self.sdfg.add_array(
+                name,
+                [len(flags)],
+                dtypes.int32,
+                transient=True,
+                storage=dtypes.StorageType.Register,
+            )
+            tasklet = add_cpp_tasklet(state, name, {}, {"direct"}, "\n".join(code))
+            connect_whole(state, self.sdfg, tasklet, state.add_write(name), "direct")
+        return flags
+
+    def _unless_direct(self, sending: bool, k: int) -> str:
+        """The condition's tail that leaves direction ``k`` of the send (``sending``) or
+        receive arenas to MPI, from field to field: no copy map runs for it."""
+        flag = self._direct.get((sending, k))
+        return "" if flag is None else f" and {self.uid}_direct[{flag}] == 0"
 
     def _arena_copies(self, last: Any, kind: str) -> Any:
         """After ``last``, one copy map per arena over all directions (``arena_copies.py``);

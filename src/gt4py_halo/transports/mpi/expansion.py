@@ -147,7 +147,7 @@ if (!__state->{uid}_ready) {{
             )
             + "};",
             "    const bool in_place[] = {"
-            + listing(self.in_place_condition(side, s.direction, True) or "0" for s in segments)
+            + listing(self.in_place_condition(side, s.direction) or "0" for s in segments)
             + "};",
             f"    char* base = (char*){self._wire(arena.name)};",
             f"    int placed[{len(segments)}];  // the segments in the arena's order",
@@ -231,7 +231,7 @@ if (!__state->{uid}_ready) {{
             for arena in kind:
                 for segment in arena.segments:
                     k = segment.direction
-                    condition = self.in_place_condition(kind, k, cpp=True)
+                    condition = self.in_place_condition(kind, k)
                     if condition is None:
                         continue
                     sender = k if call == "MPI_Isend" else self.opposite[k]
@@ -248,7 +248,7 @@ if (!__state->{uid}_ready) {{
                         f"expected[posted++] = {bytes_expected};"
                     )
                     # from and into the fields themselves, or the runs packed in the arena
-                    direct = self.direct_condition(kind, k, cpp=True)
+                    direct = self.direct_condition(kind, k)
                     in_fields = [f"(char*)field{i}" for i, _ in fields]
                     packed = [
                         runs.packed(segment.offset + j * segment.size)
