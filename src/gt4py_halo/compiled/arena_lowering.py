@@ -186,7 +186,7 @@ class ArenaLowering:
         self.opposite = opposites(offsets)
         self.in_place = self._in_place_runs()
         last = self.sdfg.add_state("begin", is_start_block=True)
-        self._direct = self._add_direct_flags(last)
+        self._flags = self._add_flags(last)
         if own[True] or own[False]:
             placing = place_segments(
                 self.sdfg, last, self.uid, own[True], own[False], "_order", "_peers", offsets
@@ -289,27 +289,31 @@ class ArenaLowering:
         }
         return " && ".join([condition, *sorted(dense)])
 
-    def _add_direct_flags(self, state: dace.SDFGState) -> dict[tuple[bool, int], int]:
-        """(sending, direction) -> the element of the exchange's flags array telling whether
-        MPI moves that direction's segments straight from or into the fields at this call
-        (``direct_condition``), for the directions that can go so; a C++ tasklet in
-        ``state`` sets them, where the segment offsets and wrap symbols are set.
+    def _add_flags(self, state: dace.SDFGState) -> dict[tuple[bool, int, bool], int]:
+        """(sending, direction, direct) -> the element of the exchange's flags array that
+        tells, at this call, whether the send (``sending``) or receive arenas' segments of
+        that direction go in place (``in_place_condition``; ``direct``: straight from or into
+        the fields, ``direct_condition``), for the directions that can; a C++ tasklet in
+        ``state`` sets them, where the segment offsets and wrap symbols are set. The branches
+        around the copy maps and the transport's C++ read them (``flag``).
 
-        The branches that skip the copy maps test one flag each: the conditions themselves,
-        per direction a test of every field's shapes and strides, are thousands of
-        characters that DaCe's analyses parse with SymPy at every pass over the step."""
+        The tests themselves, per direction one for every field's shapes and strides, are
+        thousands of characters: as branch conditions DaCe's analyses parsed them with SymPy
+        at every pass over the step, and the C++ compiler took seconds for their copies."""
         phase = self.node.spec.phase
-        sides = [(True, self.sends)] if packs(phase) else []
-        sides += [(False, self.recvs)] if unpacks(phase) else []
-        flags: dict[tuple[bool, int], int] = {}
+        wanted = [(s, d) for s in (True, False) for d in (False, True)] if packs(phase) else []
+        wanted += [(False, True)] if unpacks(phase) and not wanted else []
+        flags: dict[tuple[bool, int, bool], int] = {}
         code = []
-        for sending, side in sides:
+        for sending, direct in wanted:
+            side = self.sends if sending else self.recvs
+            test = self.direct_condition if direct else self.in_place_condition
             for k in range(len(self.node.spec.directions)):
-                if (condition := self.direct_condition(side, k)) is not None:
-                    code.append(f"direct[{len(flags)}] = ({condition});")
-                    flags[(sending, k)] = len(flags)
+                if (condition := test(side, k)) is not None:
+                    code.append(f"flags[{len(flags)}] = ({condition});")
+                    flags[(sending, k, direct)] = len(flags)
         if flags:
-            name = f"{self.uid}_direct"
+            name = f"{self.uid}_flags"
             self.sdfg.add_array(
                 name,
                 [len(flags)],
@@ -317,15 +321,22 @@ class ArenaLowering:
                 transient=True,
                 storage=dtypes.StorageType.Register,
             )
-            tasklet = add_cpp_tasklet(state, name, {}, {"direct"}, "\n".join(code))
-            connect_whole(state, self.sdfg, tasklet, state.add_write(name), "direct")
+            tasklet = add_cpp_tasklet(state, name, {}, {"flags"}, "\n".join(code))
+            connect_whole(state, self.sdfg, tasklet, state.add_write(name), "flags")
         return flags
+
+    def flag(self, sending: bool, k: int, direct: bool, array: str = "flags") -> str | None:
+        """The element of ``array`` (the flags array, or a connector to it) that tells whether
+        direction ``k`` of the send or receive arenas goes in place (``direct``: straight
+        from or into the fields) at this call (``_add_flags``); ``None``: never."""
+        index = self._flags.get((sending, k, direct))
+        return None if index is None else f"{array}[{index}]"
 
     def _unless_direct(self, sending: bool, k: int) -> str:
         """The condition's tail that leaves direction ``k`` of the send (``sending``) or
         receive arenas to MPI, from field to field: no copy map runs for it."""
-        flag = self._direct.get((sending, k))
-        return "" if flag is None else f" and {self.uid}_direct[{flag}] == 0"
+        flag = self.flag(sending, k, True, f"{self.uid}_flags")
+        return "" if flag is None else f" and {flag} == 0"
 
     def _arena_copies(self, last: Any, kind: str) -> Any:
         """After ``last``, one copy map per arena over all directions (``arena_copies.py``);
@@ -561,6 +572,8 @@ class ArenaLowering:
         reads = {"peers": "_peers", "comm_handle": "_comm"}
         reads.update({f"_{a.name}": a.name for a in self.sends})
         reads.update({f"field{i}": f"_f{i}" for i in self.fields_in_place()})
+        if self._flags:
+            reads["flags"] = f"{self.uid}_flags"
         writes = {f"_{a.name}": a.name for a in self.recvs}
         if self.node.spec.phase == "start":
             writes[TOKEN_CONNECTOR] = TOKEN
@@ -584,8 +597,8 @@ class ArenaLowering:
     def start_code(self) -> HostCode:
         """The transport's C++ posting the messages. Connectors: ``peers`` (the rank in each
         direction), ``comm_handle`` (the MPI communicator's Fortran handle), ``_<arena>`` per
-        arena (send arenas packed; receive arenas to receive into) and ``field<i>`` per field
-        some of whose runs go in place (``fields_in_place``)."""
+        arena (send arenas packed; receive arenas to receive into), ``field<i>`` per field
+        some of whose runs go in place (``fields_in_place``) and then ``flags`` (``flag``)."""
         raise NotImplementedError
 
     def wait_code(self) -> HostCode | None:

@@ -129,7 +129,7 @@ if (!__state->{uid}_ready) {{
         segments not sent in place and the stamp, with the bytes each receive expects (-1: a
         send) and where each stamp lies."""
         segments = arena.segments
-        side = self.sends if kind == "Send" else self.recvs
+        sending = kind == "Send"
         size = arena.dtype.bytes
         listing = lambda values: ", ".join(values)
         tag = f"{TAG_BASE} + {arena.group}"
@@ -147,7 +147,7 @@ if (!__state->{uid}_ready) {{
             )
             + "};",
             "    const bool in_place[] = {"
-            + listing(self.in_place_condition(side, s.direction) or "0" for s in segments)
+            + listing(self.flag(sending, s.direction, False) or "0" for s in segments)
             + "};",
             f"    char* base = (char*){self._wire(arena.name)};",
             f"    int placed[{len(segments)}];  // the segments in the arena's order",
@@ -227,28 +227,28 @@ if (!__state->{uid}_ready) {{
             f"long* expected = __state->{uid}_in_place_expected;",
             "int posted = 0;",
         ]
-        for kind, call in ((self.recvs, "MPI_Irecv"), (self.sends, "MPI_Isend")):
-            for arena in kind:
+        for sending, call in ((False, "MPI_Irecv"), (True, "MPI_Isend")):
+            for arena in self.sends if sending else self.recvs:
                 for segment in arena.segments:
                     k = segment.direction
-                    condition = self.in_place_condition(kind, k)
+                    condition = self.flag(sending, k, False)
                     if condition is None:
                         continue
-                    sender = k if call == "MPI_Isend" else self.opposite[k]
+                    sender = k if sending else self.opposite[k]
                     lines.append(f"if (peers[{k}] >= 0 && {condition}) {{")
                     fields = self.in_place[(arena.name, k)]
                     size = arena.dtype.bytes
                     tags = [
                         f"(int)({TAG_BASE} + {nfield + sender * nfield + i})" for i, _ in fields
                     ]
-                    bytes_expected = f"run * {size}" if call == "MPI_Irecv" else "-1"
+                    bytes_expected = "-1" if sending else f"run * {size}"
                     post = (
                         f"{call}(base[f] + at * {size}, (int)(run * {size}), MPI_BYTE, "
                         f"peers[{k}], tags[f], comm, &requests[posted]); "
                         f"expected[posted++] = {bytes_expected};"
                     )
                     # from and into the fields themselves, or the runs packed in the arena
-                    direct = self.direct_condition(kind, k)
+                    direct = self.flag(sending, k, True)
                     in_fields = [f"(char*)field{i}" for i, _ in fields]
                     packed = [
                         runs.packed(segment.offset + j * segment.size)
