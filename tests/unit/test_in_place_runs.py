@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dace
 import numpy as np
+from dace.sdfg.state import ConditionalBlock
 
 from gt4py_halo.compiled.arenas import wrapped_box
 from gt4py_halo.compiled.in_place import box_runs
@@ -115,3 +116,30 @@ def test_faces_across_an_axis_that_wraps_are_whole_planes() -> None:
             row = element_strides(array)[0]
             assert int(dace.symbolic.evaluate(runs.first, at)) == HALO * row + first * 80
             assert bool(eval(runs.dense_condition(cpp=False), {}, at)) == (planes_dense or w == 0)
+
+
+def test_copy_map_branches_read_flags_not_the_tests() -> None:
+    """The tests of which directions go in place are made once per call, in C++, into the
+    exchange's flags (``ArenaLowering._add_flags``): the branches around the copy maps read
+    one flag each. As branch conditions the tests (thousands of characters for a few fields)
+    cost DaCe a SymPy parse at every pass over the step."""
+    import gt4py_halo as gh
+
+    d = gh.CartesianDecomposition((40, 12, 10), halo=HALO, periodic=True)
+    ex = gh.make_exchange(d, "mpi")
+
+    @gh.program
+    def step(a, b, c):
+        ex.exchange(a, b, c)
+
+    a = np.zeros(d.allocated_shape)
+    sdfg = step.to_sdfg(a, a.copy(), a.copy())
+    conditions = [
+        condition.as_string
+        for block in sdfg.all_control_flow_regions(recursive=True)
+        if isinstance(block, ConditionalBlock)
+        for condition, _ in block.branches
+        if condition is not None
+    ]
+    assert any("_flags[" in c for c in conditions), conditions
+    assert max(len(c) for c in conditions) < 120, max(conditions, key=len)
