@@ -265,7 +265,7 @@ class ArenaLowering:
                 chosen.update((key, found[key]) for pair in pairs for key in pair)
         return chosen
 
-    def in_place_condition(self, arenas: list[Arena], k: int) -> str | None:
+    def _in_place_condition(self, arenas: list[Arena], k: int) -> str | None:
         """When ``arenas``' segments of direction ``k`` go in place (C++ of the run-time
         values of the shape symbols); ``None``: never."""
         conditions = []
@@ -277,41 +277,41 @@ class ArenaLowering:
             conditions.append(runs[0][1].condition(arena.dtype.bytes, min_bytes, True))
         return " && ".join(conditions) if conditions else None
 
-    def direct_condition(self, arenas: list[Arena], k: int) -> str | None:
-        """When MPI moves ``arenas``' segments of direction ``k`` straight from or into the
-        fields (C++): they go in place and this rank's fields are dense where their runs were
-        merged (else the runs go through the arena segments, packed); ``None``: never."""
-        condition = self.in_place_condition(arenas, k)
-        if condition is None:
-            return None
+    def _dense_condition(self, arenas: list[Arena], k: int) -> str:
+        """When this rank's fields are dense where the runs of ``arenas``' segments of
+        direction ``k`` were merged (C++): then MPI moves those segments straight from or
+        into the fields, else the runs go through the arena segments, packed."""
         dense = {
             runs.dense_condition(True) for a in arenas for _, runs in self.in_place[(a.name, k)]
         }
-        return " && ".join([condition, *sorted(dense)])
+        return " && ".join(sorted(dense))
 
     def _add_flags(self, state: dace.SDFGState) -> dict[tuple[bool, int, bool], int]:
         """(sending, direction, direct) -> the element of the exchange's flags array that
         tells, at this call, whether the send (``sending``) or receive arenas' segments of
-        that direction go in place (``in_place_condition``; ``direct``: straight from or into
-        the fields, ``direct_condition``), for the directions that can; a C++ tasklet in
-        ``state`` sets them, where the segment offsets and wrap symbols are set. The branches
-        around the copy maps and the transport's C++ read them (``flag``).
+        that direction go in place (``_in_place_condition``; ``direct``: and straight from
+        or into the fields, ``_dense_condition``), for the directions that can, on the sides
+        this phase moves; a C++ tasklet in ``state`` sets them, where the segment offsets and
+        wrap symbols are set. The branches around the copy maps and the transport's C++ read
+        them (``flag``).
 
         The tests themselves, per direction one for every field's shapes and strides, are
         thousands of characters: as branch conditions DaCe's analyses parsed them with SymPy
         at every pass over the step, and the C++ compiler took seconds for their copies."""
         phase = self.node.spec.phase
-        wanted = [(s, d) for s in (True, False) for d in (False, True)] if packs(phase) else []
-        wanted += [(False, True)] if unpacks(phase) and not wanted else []
+        sides = [True, False] if packs(phase) else [False] if unpacks(phase) else []
         flags: dict[tuple[bool, int, bool], int] = {}
         code = []
-        for sending, direct in wanted:
-            side = self.sends if sending else self.recvs
-            test = self.direct_condition if direct else self.in_place_condition
+        for sending in sides:
+            arenas = self.sends if sending else self.recvs
             for k in range(len(self.node.spec.directions)):
-                if (condition := test(side, k)) is not None:
-                    code.append(f"flags[{len(flags)}] = ({condition});")
-                    flags[(sending, k, direct)] = len(flags)
+                if (condition := self._in_place_condition(arenas, k)) is None:
+                    continue
+                flags[(sending, k, False)] = in_place = len(flags)
+                flags[(sending, k, True)] = in_place + 1
+                dense = self._dense_condition(arenas, k)
+                code.append(f"flags[{in_place}] = ({condition});")
+                code.append(f"flags[{in_place + 1}] = flags[{in_place}] && ({dense});")
         if flags:
             name = f"{self.uid}_flags"
             self.sdfg.add_array(
