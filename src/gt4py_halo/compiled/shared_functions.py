@@ -51,11 +51,13 @@ _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 
 #: How GCC compiles the exchange functions: the guards of their copy loops are the same at
 #: every iteration, and ``-O3``'s loop unswitching, which hoists them, multiplies the loop
-#: nests gcc then optimizes (most of a large step's compile) for copies no faster. Other
+#: nests gcc then optimizes (most of a large step's compile) for copies no faster; jump
+#: threading, which duplicates paths through the functions' many branches (a direction's
+#: copies run or not), took a fifth of what was left, for copies no faster either. Other
 #: compilers get the functions as they are. Measured in docs/benchmarks.md ("Builds paid once").
 COPY_LOOPS = """
 #if defined(__GNUC__) && !defined(__clang__)
-#define GH_COPY_LOOPS __attribute__((optimize("no-unswitch-loops")))
+#define GH_COPY_LOOPS __attribute__((optimize("no-unswitch-loops", "no-thread-jumps")))
 #else
 #define GH_COPY_LOOPS
 #endif
