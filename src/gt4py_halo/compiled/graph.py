@@ -20,6 +20,14 @@ def no_line_info() -> contextlib.AbstractContextManager:
     return dace.config.set_temporary("compiler", "lineinfo", value="none")
 
 
+def no_history() -> contextlib.AbstractContextManager:
+    """While GT4Py's and our transformations change an SDFG: DaCe keeps no history of them.
+    Its history holds a copy of the whole SDFG from before the first transformation, which
+    every later serialization writes out in full and then drops (each hash of the step,
+    its saved file) and every copy copies; nothing of ours reads the history."""
+    return dace.config.set_temporary("store_history", value=False)
+
+
 def connect_whole(
     state: dace.SDFGState, sdfg: dace.SDFG, src: Any, dst: Any, connector: str
 ) -> None:

@@ -7,7 +7,8 @@ The pipeline reads like gt4py's own workflow, one step after the other:
    symbolic shapes and strides, so one SDFG serves every rank whatever its block size;
 2. inline: ``simplify`` inlines the nested SDFGs into one graph;
 3. lower: each exchange node is expanded with its transport (``node.implementation``);
-4. simplify again, then compile on one rank and load on all (``build_once``).
+4. on a GPU simplify again (the expansions inlined), then compile on one rank and load on
+   all (``build_once``).
 
 A build recorded by an earlier run skips all four (``step_cache``).
 
@@ -67,6 +68,7 @@ from gt4py_halo.compiled.fusion import FusionReport, fuse_exchange_maps
 from gt4py_halo.compiled.graph import (
     ignore_assigned_names,
     isolate_nested_sdfgs,
+    no_history,
     no_line_info,
     sort_assignments,
 )
@@ -793,7 +795,8 @@ class Program(_native.Repeating):
         ``to_sdfg`` and ``fusion_report`` share it)."""
         key = self._key(values, layouts)
         if key not in self._lowered:
-            self._lowered[key] = self._lower_anew(values, layouts)
+            with no_history():  # GT4Py's translations too
+                self._lowered[key] = self._lower_anew(values, layouts)
         return self._lowered[key]
 
     def _key(self, values: list[Any], layouts: list) -> tuple:
@@ -822,8 +825,12 @@ class Program(_native.Repeating):
                 self._pack_in_producers,
                 self._in_place_min_bytes,
             )
-            ignore_assigned_names(sdfg)  # before simplify reads the symbols used
-            sdfg.simplify(validate=False)  # validated once, before code generation
+            if self._device == "gpu":
+                # inlines the expansions for the GPU transformation; on a CPU they stay
+                # functions of their own, which simplify would only analyse again (seconds
+                # for a large step, for C++ alike but for block braces: docs/benchmarks.md)
+                ignore_assigned_names(sdfg)  # before simplify reads the symbols used
+                sdfg.simplify(validate=False)  # validated once, before code generation
             report = fuse_exchange_maps(sdfg, lowered.copy_maps)
             report.producers = lowered.producers
             if self._device == "gpu":
@@ -1214,7 +1221,7 @@ def _types(values: list[Any]) -> list[str]:
 def _compile_in_folder(sdfg: dace.SDFG, functions: list[str]) -> Any:
     """``sdfg`` compiled in its build folder, which other jobs wait for meanwhile
     (``cache_files.building_in``), its exchange ``functions`` compiled for copies."""
-    with building_in(sdfg.build_folder), compiled_for_copies(functions):
+    with building_in(sdfg.build_folder), compiled_for_copies(functions), no_history():
         return sdfg.compile()
 
 
