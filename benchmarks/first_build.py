@@ -3,8 +3,9 @@
 stencil; 128x128x80, halo (3,3,0)) built on one rank into empty caches in a temporary folder.
 
 ``--again`` builds it a second time in a new process with GT4Py's translations kept and the
-step's record removed (what a code change in the step itself costs: parse, lowering, code
-generation, gcc). ``--profile FILE`` writes a cProfile of the build (which slows Python-heavy
+step's record removed: parsing and lowering, then the first run's binary, found by the
+lowered step's digest, is loaded (a change to the step itself lowers to another digest and
+adds code generation and gcc). ``--profile FILE`` writes a cProfile of the build (which slows Python-heavy
 parts, sympy most); ``--phases`` prints the wall-clock seconds of the build's phases instead
 (GT4Py's translation, DaCe's parse and simplify, our lowering, code generation, CMake and
 the compiler). ``--mpi4py`` runs the build as MPI jobs start their scripts, ``python -m mpi4py``
