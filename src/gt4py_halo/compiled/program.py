@@ -827,8 +827,8 @@ class Program(_native.Repeating):
             )
             if self._device == "gpu":
                 # inlines the expansions for the GPU transformation; on a CPU they stay
-                # functions of their own, which simplify would only analyse again (seconds
-                # for a large step, for C++ alike but for block braces: docs/benchmarks.md)
+                # functions of their own, which simplify would only analyse again, for the
+                # same C++ (docs/compiled_steps.md, "lower")
                 ignore_assigned_names(sdfg)  # before simplify reads the symbols used
                 sdfg.simplify(validate=False)  # validated once, before code generation
             report = fuse_exchange_maps(sdfg, lowered.copy_maps)
