@@ -34,7 +34,7 @@ from mpi4py import MPI
 import gt4py_halo as gh
 from gt4py_halo.compiled import step_cache
 from gt4py_halo.compiled.nodes import HaloExchange
-from gt4py_halo.compiled.shared_functions import COPY_LOOPS, shared_name
+from gt4py_halo.compiled.shared_functions import shared_name
 
 EDGE, K = gtx.Dimension("Edge"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
 I, J = gtx.Dimension("I"), gtx.Dimension("J")
@@ -479,12 +479,29 @@ def lowered_labels(copy_maps: dict) -> dict:
     return {shared_name(label, copy.uid): copy for label, copy in copy_maps.items()}
 
 
+COPY_KIND = re.compile(r"_(pack|unpack|self)_\d")
+
+
+def copy_calls(sdfg: dace.SDFG) -> list[tuple[str, int]]:
+    """A lowered CPU step's copy tasklets, a pack, an unpack and a self copy per direction
+    (``arena_lowering.copy_loop``): (kind, loops over fields in it)."""
+    return [
+        (COPY_KIND.search(n.label)[1], n.code.as_string.count("gh_copy<"))
+        for n, _ in sdfg.all_nodes_recursive()
+        if isinstance(n, dace.nodes.Tasklet) and "gh_copy<" in n.code.as_string
+    ]
+
+
+def self_copies(sdfg: dace.SDFG) -> list[tuple[str, int]]:
+    """``copy_calls`` of the self copies."""
+    return [(kind, n) for kind, n in copy_calls(sdfg) if kind == "self"]
+
+
 def test_compiled_exchange_fills_exact_halos(comm) -> None:
-    """Several fields of one call: asymmetric halo, open boundary, levels in Fortran order;
-    the three fields of one shape (a float64 group, then a float32 group of two) packed and
-    unpacked by one map per direction, built so (``MapFusionHorizontal`` failed to merge a
-    group of two into another group's map: a dangling connector); self copies (one rank
-    across the periodic axis) a map per field and direction."""
+    """Several fields of one call: asymmetric halo, open boundary, levels in Fortran order,
+    groups of one shape (a float64 field, a float32 group of two); per direction one tasklet
+    packs every field, one unpacks them and one makes the self copies (one rank across the
+    periodic axis)."""
     d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
     ex = gh.make_exchange(d)
 
@@ -496,19 +513,12 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
     specs += [((), np.float32, "C")] * 2  # shaped like the first
     fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
 
-    report = exchange_only.fusion_report(*fields)
-    assert not report.fused, "built as one map per shape: nothing left to fuse"
-    lowered = exchange_only.to_sdfg(*fields)
-    maps = [
-        n.map.label for n, _ in lowered.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)
-    ]
-    copy_maps = lowered_labels(report.copy_maps)
-    per_direction = collections.Counter(copy_maps.get(label) for label in maps)
-    shared = [n for key, n in per_direction.items() if key is None or key.field is None]
-    assert set(shared) == {3}, "one pack or unpack map per shape and direction"
-    alone = [n for key, n in per_direction.items() if key is not None and key.field is not None]
-    # a map per field and direction (no axis has unit stride in every field: none paired)
-    assert alone == [1] * 5 * len(d.plan().directions)
+    assert not exchange_only.fusion_report(*fields).fused, "no copy maps on a CPU"
+    calls = collections.Counter(copy_calls(exchange_only.to_sdfg(*fields)))
+    directions = len(d.plan().directions)
+    # per direction a pack, an unpack and a self copy (no axis has unit stride in every
+    # field: none paired), each a loop per field group (4)
+    assert calls == {("pack", 4): directions, ("unpack", 4): directions, ("self", 4): directions}
     for _ in range(2):  # the second call reuses the persistent requests
         exchange_only(*fields)
         for field, (levels, dtype, _) in zip(fields, specs):
@@ -552,10 +562,9 @@ def assert_exact_halos(d: gh.CartesianDecomposition, fields: list, specs: list) 
 @pytest.mark.parametrize("split", [0, 1], ids=["split-axis-0", "split-axis-1"])
 def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
     """A periodic axis held by one rank: the two faces across the fields' unit-stride axis are
-    copied by one map (``ArenaLowering._self_pairs``; axis 1 of C-ordered fields, axis 0 of
-    Fortran-ordered and GT4Py's default ones), a map per field (none fused, also not of two
-    fields of one group or two groups): exact halos, blocking and split phase, with levels,
-    uneven blocks; 7 self-copy maps for the 8 directions of each field."""
+    copied together (``ArenaLowering._self_pairs``; axis 1 of C-ordered fields, axis 0 of
+    Fortran-ordered and GT4Py's default ones): exact halos, blocking and split phase, with
+    levels, uneven blocks; 7 self copies for the 8 directions of each exchange."""
     grid = (comm.size, 1) if split == 0 else (1, comm.size)
     d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, proc_grid=grid, comm=comm)
     ex = gh.make_exchange(d)
@@ -571,10 +580,7 @@ def test_self_copies_across_the_unit_stride_axis(comm, layout, split) -> None:
     dtypes = [np.float64, np.float64, np.float64, np.int32, np.float32]
     specs = [(levels, dtype, layout) for dtype in dtypes]
     fields = local_fields(d, specs)
-    copy_maps = lowered_labels(step.fusion_report(*fields).copy_maps)
-    nodes = [n for n, _ in step.to_sdfg(*fields).all_nodes_recursive()]
-    maps = [n.map.label for n in nodes if isinstance(n, dace.nodes.MapEntry)]
-    assert sum(copy_maps[m].kind == "self" for m in maps if m in copy_maps) == 5 * 7
+    assert len(self_copies(step.to_sdfg(*fields))) == 3 * 7  # 3 exchanges
     for _ in range(2):
         fields = local_fields(d, specs)
         step(*fields)
@@ -948,12 +954,12 @@ def test_exchanges_alike_share_one_function(comm, backend) -> None:
         made = distinct_fields(d, layouts)
         alike(*made)
         assert_distinct_halos(d, made)
-    # the code this rank runs: its three exchange functions compiled for copies (no unswitching)
+    # the code this rank runs: three exchange functions; MPI's copies all by the one gh_copy
+    # (GHEX packs itself)
     (binary,) = alike._binaries.values()
     code = "".join(p.read_text() for p in Path(binary.folder).glob("src/cpu/*.cpp"))
-    headers = re.findall(r"^(.*)inline void (\w+)\(", code, re.MULTILINE)
-    assert sorted(attribute for attribute, _ in headers) == ["GH_COPY_LOOPS "] * 3, headers
-    assert COPY_LOOPS.strip() in code
+    assert len(re.findall(r"^inline void \w+\(", code, re.MULTILINE)) == 3
+    assert code.count(" void gh_copy(") == (backend == "mpi")
 
 
 def distinct_fields(d: gh.CartesianDecomposition, layouts: list[str]) -> list:
@@ -1061,11 +1067,9 @@ def test_step_sdfg_structure(diffusion: ModuleType, comm) -> None:
     nodes = [n for n, _ in lowered.all_nodes_recursive()]
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n in nodes)
     assert not lowered.callback_mapping, "a Python callback in the compiled step"
-    copy_maps = lowered_labels(step.fusion_report(*args).copy_maps)
-    maps = [copy_maps.get(n.map.label) for n in nodes if isinstance(n, dace.nodes.MapEntry)]
+    kinds = collections.Counter(kind for kind, _ in copy_calls(lowered))
     # per direction, packed unless the producer stencil did (a run-time test), and unpacked
-    assert sum(key.kind == "pack" for key in maps if key) == 2 * 8  # 8 directions in 2-D
-    assert sum(key.kind == "unpack" for key in maps if key) == 2 * 8
+    assert kinds["pack"] == kinds["unpack"] == 2 * 8  # 8 directions in 2-D
 
     # ex.start(v) right after the stencil writing v: that stencil's map packs v's messages;
     # ex.exchange(u) at the top of the step has no producer in the step

@@ -1,19 +1,24 @@
-"""The transport-neutral lowering of a cartesian ``HaloExchange``: arenas and copy maps.
+"""The transport-neutral lowering of a cartesian ``HaloExchange``: arenas and their copies.
 
 Fields of the same shape and dtype form a *group*; each group has one send and one receive
 *arena*, a flat buffer holding every direction's boxes (*segments*) back to back
 (``arenas.py``). The node becomes a nested SDFG (a split pair: the ``start`` node the part up
 to posting, the ``finish`` node the rest):
 
-1. per direction leading to another rank, one **pack** map per group, written in the fields'
-   own index space (so it can fuse with other maps, ``fusion.py``), into the send arena;
+1. per direction leading to another rank, the **pack** of the fields into the send arenas;
 2. the transport's **start** tasklet (``start_code``): posts the messages;
 3. the transport's **wait** tasklet (``wait_code``), if it needs one;
 4. per direction, on what lies there (``_peers[k]``, a run-time value: a conditional block):
-   another rank: one **unpack** map per group from the receive arena; the rank itself
-   (``SELF``, a periodic axis not split over ranks): **self-copy** maps (on a CPU one per
-   field, on a GPU one for the fields of a box), owned cells straight to the halo; nothing
-   beyond an open boundary (the halo keeps what it held).
+   another rank: the **unpack** from the receive arenas; the rank itself (``SELF``, a
+   periodic axis not split over ranks): **self copies**, owned cells straight to the halo;
+   nothing beyond an open boundary (the halo keeps what it held).
+
+On a GPU each copy is a map (a kernel on the program's stream): one per group for a pack or
+an unpack, written in the fields' own index space, one for the fields of a box for a self
+copy. On a CPU each is a C++ tasklet per direction that calls one function, ``gh_copy``
+(``COPIES``), field after field from C tables (``copy_loop``): the same loops for every copy
+of the step, compiled once, where a loop nest per direction, group and field made most of a
+large step's compile time (docs/benchmarks.md, "One function for every copy").
 
 A blocking exchange makes its self copies first, before step 1: its messages then carry the
 halos of the axes that wrap onto the rank (``arenas.wrapped_box``: faces of whole planes, no
@@ -22,22 +27,24 @@ edge messages). A split pair's start only reads its fields: its finish copies th
 Everything but the C++ of the start and wait tasklets is the same for every transport that
 sends arenas (``ExpandThroughArenas``); a transport subclasses ``ArenaLowering`` with those.
 A transport that can move long contiguous runs of the fields as messages of their own
-(``MOVES_RUNS_IN_PLACE``, on a CPU) gets ``in_place``: the directions whose pack and unpack
-maps are skipped at run time where this rank's fields are dense (``in_place.py``).
+(``MOVES_RUNS_IN_PLACE``, on a CPU) gets ``in_place``: the directions whose packs and unpacks
+are skipped at run time where this rank's fields are dense (``in_place.py``).
 
 Box bounds are symbolic in the fields' shapes (``direction_box``, the same geometry the
 runtime plan is built from). Arenas are persistent arrays of the SDFG holding the node
-(``message_buffers.py``). GPU fields (``GPU_Global`` storage) get device arenas, so the copy
-maps become kernels on the program's stream.
+(``message_buffers.py``). GPU fields (``GPU_Global`` storage) get device arenas.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import dace
+import sympy
 from dace import dtypes
 from dace.properties import CodeBlock
 from dace.sdfg.state import ConditionalBlock, ControlFlowRegion
@@ -141,6 +148,130 @@ def _unless(flags: tuple[str, ...]) -> str:
     return f" and not ({' and '.join(flags)})" if flags else ""
 
 
+#: The copies of a CPU step's exchanges (``copy_loop``): ``P`` boxes of ``extent`` from
+#: ``src + from[p]`` to ``dst + to[p]`` (``dst_stride``, ``src_stride``: per axis), the ``R``
+#: axes outermost first, the innermost of extent ``N`` where the build knows it (0:
+#: ``extent``'s; a width of 1-3, as halos have, still gets a loop of its own where the width
+#: depends on the process grid), the boxes of one row after each other (the two faces across a unit-stride
+#: axis share the row's cache lines), rows that lie end to end in both as one run. Boxes and
+#: their sources never overlap (halos and owned cells, arenas). GCC would make each row a
+#: call of ``memcpy`` (loop distribution), slower for the rows of halos than the loop it
+#: vectorizes in place (``GH_INLINE_ROWS``; docs/benchmarks.md, "One function for every copy").
+COPIES = """
+#if defined(__GNUC__) && !defined(__clang__)
+#define GH_INLINE_ROWS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define GH_INLINE_ROWS
+#endif
+namespace {
+template <typename T>
+inline __attribute__((always_inline)) void gh_row(
+        T* __restrict__ dst, const T* __restrict__ src, long n, long dst_step, long src_step) {
+    if (dst_step == 1 && src_step == 1) {
+        for (long e = 0; e < n; ++e) dst[e] = src[e];
+    } else {
+        for (long e = 0; e < n; ++e) dst[e * dst_step] = src[e * src_step];
+    }
+}
+template <long N, int R, int P, typename T>
+__attribute__((noinline)) GH_INLINE_ROWS void gh_copy(T* dst, const T* src, const long* extent,
+        const long* dst_stride, const long* src_stride, const long* to, const long* from) {
+    if constexpr (N == 0) {  // rows of a halo's width known only now: as if known before
+        switch (extent[R - 1]) {
+        case 1: return gh_copy<1, R, P>(dst, src, extent, dst_stride, src_stride, to, from);
+        case 2: return gh_copy<2, R, P>(dst, src, extent, dst_stride, src_stride, to, from);
+        case 3: return gh_copy<3, R, P>(dst, src, extent, dst_stride, src_stride, to, from);
+        }
+    }
+    for (int a = 0; a < R; ++a) {
+        if (extent[a] <= 0) return;
+    }
+    long n = N > 0 ? N : extent[R - 1];
+    const int row = R > 1 ? R - 2 : 0;  // the axis of the rows
+    long rows = R > 1 ? extent[row] : 1;
+    const long dst_row = R > 1 ? dst_stride[row] : 0, src_row = R > 1 ? src_stride[row] : 0;
+    if (N == 0 && R > 1 && dst_row == n * dst_stride[R - 1] && src_row == n * src_stride[R - 1]) {
+        n *= rows;  // rows end to end in both: one run
+        rows = 1;
+    }
+    long index[R > 2 ? R - 2 : 1] = {};
+    long dst_at = 0, src_at = 0;
+    for (;;) {
+        for (long r = 0; r < rows; ++r) {
+            for (int p = 0; p < P; ++p) {
+                gh_row(dst + to[p] + dst_at + r * dst_row, src + from[p] + src_at + r * src_row,
+                       n, dst_stride[R - 1], src_stride[R - 1]);
+            }
+        }
+        int a = R - 3;
+        for (; a >= 0; --a) {
+            dst_at += dst_stride[a];
+            src_at += src_stride[a];
+            if (++index[a] < extent[a]) break;
+            dst_at -= dst_stride[a] * extent[a];
+            src_at -= src_stride[a] * extent[a];
+            index[a] = 0;
+        }
+        if (a < 0) return;
+    }
+}
+}  // namespace
+"""
+
+
+def loop_order(desc: Any) -> list[int]:
+    """The axes of ``desc`` in the order of loops over it, outermost first: the one it holds
+    with unit stride innermost, the others by their distance from it, farthest outermost (as
+    ``iteration_order.py`` orders maps); as they are if no axis has unit stride."""
+    units = [a for a, n in enumerate(desc.strides) if n == 1 and desc.shape[a] != 1]
+    axes = list(range(len(desc.strides)))
+    if len(units) != 1:
+        return axes
+    return sorted(axes, key=lambda a: -abs(a - units[0]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Copy:
+    """One field's boxes of a ``copy_loop``: the pointers (tasklet connectors) copied to and
+    from, their strides per axis, and per box the element offsets (to, from)."""
+
+    dst: str
+    src: str
+    dst_stride: list[Any]
+    src_stride: list[Any]
+    offsets: list[tuple[Any, Any]]
+
+
+def copy_loop(ctype: str, extent: list[Any], order: list[int], copies: list[Copy]) -> str:
+    """C++ calling ``gh_copy`` (``COPIES``) for each of ``copies`` (boxes of ``extent`` of
+    elements of ``ctype``), one field after the other, from C arrays: one loop, however many
+    fields; the loops over the axes in ``order`` (``loop_order``)."""
+    cpp = lambda values: (
+        "{" + ", ".join(f"(long)({symstr(v, cpp_mode=True)})" for v in values) + "}"
+    )
+    table = lambda rows: "{" + ", ".join(map(cpp, rows)) + "}"
+    ordered = lambda strides: table([s[a] for a in order] for s in strides)
+    inner = sympy.sympify(extent[order[-1]])
+    known = int(inner) if isinstance(inner, sympy.Integer) else 0
+    rank, boxes = len(order), len(copies[0].offsets)
+    call = f"gh_copy<{known}, {rank}, {boxes}>"
+    return "\n".join(
+        [
+            "{",
+            f"const long extent[] = {cpp(extent[a] for a in order)};",
+            f"const long dst_stride[][{rank}] = {ordered(c.dst_stride for c in copies)};",
+            f"const long src_stride[][{rank}] = {ordered(c.src_stride for c in copies)};",
+            f"const long to[][{boxes}] = {table([t for t, _ in c.offsets] for c in copies)};",
+            f"const long from[][{boxes}] = {table([f for _, f in c.offsets] for c in copies)};",
+            f"{ctype}* const dst[] = {{{', '.join(c.dst for c in copies)}}};",
+            f"const {ctype}* const src[] = {{{', '.join(c.src for c in copies)}}};",
+            f"for (int f = 0; f < {len(copies)}; ++f)",
+            f"{call}(dst[f], src[f], extent, dst_stride[f], src_stride[f], to[f], from[f]);",
+            "}",
+        ]
+    )
+
+
 class ArenaLowering:
     """A cartesian exchange node as a nested SDFG moving its messages through arenas; the
     transport's subclass writes the C++ posting (``start_code``) and waiting (``wait_code``)."""
@@ -152,6 +283,7 @@ class ArenaLowering:
         self, node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG, lowered: Lowered
     ) -> None:
         self.node = node
+        self.parent_sdfg = parent_sdfg
         self.lowered = lowered
         self.uid = node.spec.uid
         self.sdfg = dace.SDFG(f"{self.uid}_{node.spec.phase}")
@@ -230,11 +362,11 @@ class ArenaLowering:
 
     def _in_place_runs(self) -> dict[tuple[str, int], list[tuple[int, Runs]]]:
         """(arena, direction) -> (field, runs) of the segments whose fields MPI moves in
-        place when their runs are long enough (``in_place.py``; on a CPU, with copy maps per
+        place when their runs are long enough (``in_place.py``; on a CPU, with copies per
         direction). A direction qualifies if, in every arena, every field is cut into runs
         alike, and alike to the segment the neighbour exchanges with it (the same box, so the
         same runs: checked, not assumed). All arenas of a direction go in place or none: their
-        copy maps then stay in one state, where they fuse."""
+        copies then stay in one state."""
         min_bytes = self.node.spec.in_place_min_bytes
         if not self.MOVES_RUNS_IN_PLACE or self.gpu or self.node.spec.copy_maps == "arena":
             return {}
@@ -334,7 +466,7 @@ class ArenaLowering:
 
     def _unless_direct(self, sending: bool, k: int) -> str:
         """The condition's tail that leaves direction ``k`` of the send (``sending``) or
-        receive arenas to MPI, from field to field: no copy map runs for it."""
+        receive arenas to MPI, from field to field: no copy runs for it."""
         flag = self.flag(sending, k, True, f"{self.uid}_flags")
         return "" if flag is None else f" and {flag} == 0"
 
@@ -403,7 +535,12 @@ class ArenaLowering:
         Built as one map, not fused afterwards: DaCe's ``MapFusionHorizontal`` spent minutes
         propagating the arena's flat indices when it fused one map per field, and leaves a
         dangling connector when the map it merges in writes or reads an array twice (a group
-        of several fields)."""
+        of several fields). On a CPU, where no other pass takes these maps (producer stencils
+        write the arenas themselves, ``producer_fusion.py``), one tasklet instead
+        (``_add_copy_calls``)."""
+        if not self.gpu:
+            self._add_copy_calls(arenas, k, kind, state)
+            return
         maps: dict[str, tuple[Segment, int, list, dict]] = {}
         for arena in arenas:
             for segment in (s for s in arena.segments if s.direction == k):
@@ -418,6 +555,35 @@ class ArenaLowering:
                     whole[f"_f{i}"] = box
         for segment, group, copies, whole in maps.values():
             self._add_map(state, (kind, group, k), segment, copies, whole)
+
+    def _add_copy_calls(
+        self, arenas: list[Arena], k: int, kind: str, state: dace.SDFGState
+    ) -> None:
+        """``_add_copies`` on a CPU: a C++ tasklet with a ``copy_loop`` per arena and loop
+        order, each field alone (ten fields at once measured no faster, docs/benchmarks.md
+        "Self copies per field"). One function, ``gh_copy``, makes every copy of the step:
+        loop nests of their own per direction and field group were most of a large step's
+        compile time (docs/benchmarks.md, "One function for every copy")."""
+        code, reads, writes = [], {}, {}
+        for n, arena in enumerate(arenas):
+            for segment in (s for s in arena.segments if s.direction == k):
+                dense = [math.prod(segment.box[d + 1 :]) for d in range(len(segment.box))]
+                loops: dict[tuple[int, ...], list[Copy]] = {}
+                for j, i in enumerate(arena.fields):
+                    field = self.fields[i]
+                    at, start = segment.offset + j * segment.size, self._start(field, segment)
+                    strides = list(field.strides)
+                    if kind == "pack":
+                        copy = Copy(f"a{n}", f"f{i}", dense, strides, [(at, start)])
+                    else:
+                        copy = Copy(f"f{i}", f"a{n}", strides, dense, [(start, at)])
+                    loops.setdefault(tuple(loop_order(field)), []).append(copy)
+                    (reads if kind == "pack" else writes)[f"f{i}"] = f"_f{i}"
+                (writes if kind == "pack" else reads)[f"a{n}"] = arena.name
+                for order, copies in loops.items():
+                    code.append(copy_loop(arena.dtype.ctype, segment.box, list(order), copies))
+        if code:
+            self._add_copy_tasklet(state, f"{self.uid}_{kind}_{k}", code, reads, writes)
 
     def _self_pairs(self) -> dict[int, int]:
         """Direction -> its opposite, for the self copies one map does together: the two
@@ -457,35 +623,92 @@ class ArenaLowering:
     def _add_self_copies(self, k: int, opposite: int | None, state: dace.SDFGState) -> None:
         """Direction ``k``'s halo from this rank's own cells: what it would have sent itself
         towards the opposite direction (a periodic axis not split over ranks); with
-        ``opposite`` (``_self_pairs``), the opposite direction's halo in the same map.
+        ``opposite`` (``_self_pairs``), the opposite direction's halo in the same pass.
 
-        On a CPU one map per field: each copies within one array, while a map of several
-        fields runs as many streams of reads and of writes at once, which fall on the same
-        cache sets where the fields start alike modulo 4 KiB (NumPy's and GT4Py's large
-        arrays do): docs/benchmarks.md, "Self copies per field". On a GPU one map (a kernel)
-        for all fields whose faces have the same ranges (``_add_copies``)."""
+        On a CPU ``_add_self_copy_calls``. On a GPU one map (a kernel) for all fields whose
+        faces have the same ranges (``_add_copies``)."""
+        if not self.gpu:
+            self._add_self_copy_calls(k, opposite, state)
+            return
+        maps: dict[str, tuple[Segment, int, list, dict, dict]] = {}  # by box
+        for arena, segment, halves in self._self_halves(k, opposite):
+            boxes = [box for pair in halves for box in pair]
+            reads, writes = (self._spanned(segment, boxes[n::2]) for n in (1, 0))
+            for i in arena.fields:
+                _, _, copies, read, written = maps.setdefault(
+                    self._box(segment.bounds, segment.box), (segment, arena.group, [], {}, {})
+                )
+                for target, source in halves:
+                    at, src = (self._shifted(segment, box) for box in (target, source))
+                    copies.append((f"_f{i}[{src}]", f"_f{i}[{at}]"))
+                read[f"_f{i}"], written[f"_f{i}"] = reads, writes
+        for segment, group, copies, read, written in maps.values():
+            spans = opposite is not None
+            self._add_map(state, ("self", group, k), segment, copies, read, written, spans)
+
+    def _self_halves(
+        self, k: int, opposite: int | None
+    ) -> list[tuple[Arena, Segment, list[tuple[Segment, Segment]]]]:
+        """Per receive arena: its segment of direction ``k`` and the (target, source) boxes
+        its self copy copies, of equal extents: direction ``k``'s halo from what this rank
+        sends towards the opposite direction, and with ``opposite`` the same the other way."""
         sent = {(a.group, s.direction): s for a in self.plain_sends for s in a.segments}
-        maps: dict[tuple, tuple[Segment, int, list, dict, dict]] = {}
+        found = []
         for arena in self.plain_recvs:
             for segment in (s for s in arena.segments if s.direction == k):
                 halves = [(segment, sent[(arena.group, self.opposite[k])])]
                 if opposite is not None:
                     other = next(s for s in arena.segments if s.direction == opposite)
                     halves.append((other, sent[(arena.group, k)]))
-                boxes = [box for pair in halves for box in pair]
-                reads, writes = (self._spanned(segment, boxes[n::2]) for n in (1, 0))
-                for i in arena.fields:
-                    key = (self._box(segment.bounds, segment.box), None if self.gpu else i)
-                    _, _, copies, read, written = maps.setdefault(
-                        key, (segment, arena.group, [], {}, {})
-                    )
-                    for target, source in halves:
-                        at, src = (self._shifted(segment, box) for box in (target, source))
-                        copies.append((f"_f{i}[{src}]", f"_f{i}[{at}]"))
-                    read[f"_f{i}"], written[f"_f{i}"] = reads, writes
-        for (_, field), (segment, group, copies, read, written) in maps.items():
-            spans = opposite is not None
-            self._add_map(state, ("self", group, k), segment, copies, read, written, spans, field)
+                found.append((arena, segment, halves))
+        return found
+
+    def _add_self_copy_calls(self, k: int, opposite: int | None, state: dace.SDFGState) -> None:
+        """``_add_self_copies`` on a CPU: a C++ tasklet with a ``copy_loop`` per arena and loop
+        order, each field alone: a loop nest over several fields runs as many streams of
+        reads and of writes at once, which fall on the same cache sets where the fields start
+        alike modulo 4 KiB (NumPy's and GT4Py's large arrays do): docs/benchmarks.md, "Self
+        copies per field"."""
+        code, reads, writes = [], {}, {}
+        for arena, segment, halves in self._self_halves(k, opposite):
+            loops: dict[tuple[int, ...], list[Copy]] = {}
+            for i in arena.fields:
+                field = self.fields[i]
+                offsets = [(self._start(field, t), self._start(field, f)) for t, f in halves]
+                strides = list(field.strides)
+                copy = Copy(f"f{i}", f"f{i}", strides, strides, offsets)
+                loops.setdefault(tuple(loop_order(field)), []).append(copy)
+                reads[f"in{i}"] = writes[f"f{i}"] = f"_f{i}"
+            for order, copies in loops.items():
+                code.append(copy_loop(arena.dtype.ctype, segment.box, list(order), copies))
+        if code:
+            self._add_copy_tasklet(state, f"{self.uid}_self_{k}", code, reads, writes)
+
+    def _add_copy_tasklet(
+        self,
+        state: dace.SDFGState,
+        label: str,
+        code: list[str],
+        reads: dict[str, str],
+        writes: dict[str, str],
+    ) -> None:
+        """A C++ tasklet in ``state`` running ``code`` (``copy_loop``s); ``reads``, ``writes``:
+        connector -> array, a whole-array pointer each."""
+        tasklet = add_cpp_tasklet(state, label, set(reads), set(writes), "\n".join(code))
+        for connector, name in reads.items():
+            connect_whole(state, self.sdfg, state.add_read(name), tasklet, connector)
+        for connector, name in writes.items():
+            connect_whole(state, self.sdfg, tasklet, state.add_write(name), connector)
+        root = self.parent_sdfg
+        while root.parent_sdfg is not None:
+            root = root.parent_sdfg
+        if COPIES not in root.global_code["frame"].as_string:
+            root.append_global_code(COPIES)  # once in the step's C++
+
+    def _start(self, field: Any, segment: Segment) -> Any:
+        """The element offset in ``field`` of ``segment``'s box (its levels from 0)."""
+        starts = [a for a, _ in segment.bounds] + [0] * (len(segment.box) - self.ndim)
+        return sum(a * s for a, s in zip(starts, field.strides))
 
     def _shifted(self, segment: Segment, box: Segment) -> str:
         """Indices in ``box`` of the element at the map's parameters (over ``segment``)."""
@@ -526,12 +749,10 @@ class ArenaLowering:
         reads: dict[str, str],
         writes: dict[str, str] | None = None,
         spans: bool = False,
-        field: int | None = None,
     ) -> None:
         """A copy map over ``segment``'s box (in the fields' index space): ``dst = src`` for
         each (src, dst) of ``copies``; ``what``: kind, group and direction, for its label and
-        for the fusion pass (``Lowered.copy_maps``); ``field``: the one field it copies, if
-        it is to stay a map of that field alone (``CopyMap.field``).
+        for the fusion pass (``Lowered.copy_maps``).
 
         The memlets outside the map are given (``reads``, ``writes``: array -> range; by
         default the same), not propagated: DaCe's propagation of the arenas' flat indices
@@ -541,9 +762,8 @@ class ArenaLowering:
         ranges = {f"h{d}": f"{symstr(a)}:{symstr(b)}" for d, (a, b) in enumerate(segment.bounds)}
         ranges.update({f"l{d}": f"0:{symstr(n)}" for d, n in enumerate(levels)})
         kind, group, k = what
-        alone = "" if field is None else f"_f{field}"
         _, entry, exit_ = state.add_mapped_tasklet(
-            f"{self.uid}_{kind}_{group}_{k}{alone}",
+            f"{self.uid}_{kind}_{group}_{k}",
             ranges,
             {f"_in{n}": dace.Memlet(src) for n, (src, _) in enumerate(copies)},
             "\n".join(f"_out{n} = _in{n}" for n in range(len(copies))),
@@ -554,7 +774,7 @@ class ArenaLowering:
             external_edges=True,
             propagate=False,
         )
-        self.lowered.copy_map(entry, CopyMap(self.uid, kind, k, field))
+        self.lowered.copy_map(entry, CopyMap(self.uid, kind, k))
         writes = reads if writes is None else writes
         for e in state.in_edges(entry):
             e.data = dace.Memlet(f"{e.data.data}[{reads[e.data.data]}]", dynamic=spans)

@@ -1,8 +1,9 @@
 """Fusion of the lowered exchanges' copy maps: fewer loops on a CPU, fewer kernels on a GPU.
 
 The expansions record what each copy map copies (``Lowered.copy_maps``). A cartesian
-exchange builds one map per direction and box range for all its field groups of that shape
-(``ArenaLowering._add_copies``); an unstructured one gathers and scatters each field with a
+exchange on a GPU builds one map per direction and box range for all its field groups of
+that shape (``ArenaLowering._add_copies``; on a CPU its copies are no maps, but calls of one
+C++ function); an unstructured one gathers and scatters each field with a
 map of its own over the neighbours' index lists (``gather_lowering.py``), and fields of one
 shape have maps of the same ranges (``Program`` gives arguments of one shape the same shape
 symbols), so DaCe's ``MapFusionHorizontal`` merges them here: one loop nest, or one GPU

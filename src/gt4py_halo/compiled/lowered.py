@@ -21,10 +21,6 @@ class CopyMap:
     uid: str  # the exchange
     kind: str  # "pack", "unpack" or "self"
     direction: int  # the direction's index (0 for all of an unstructured exchange)
-    #: the one field a map copies within its own array (a self copy on a CPU), which fuses
-    #: with no other map: a map over several fields runs all their streams at once
-    #: (``ArenaLowering._add_self_copies``); None: fields of a group, or groups, together
-    field: int | None = None
 
 
 @dataclasses.dataclass

@@ -57,7 +57,7 @@ class CompiledExchange:
     halo: tuple[tuple[int, int], ...] = ()  # cartesian: (lo, hi) widths per decomposed axis
     directions: tuple[tuple[int, ...], ...] = ()  # cartesian: the direction offsets
     # lowering options of the MPI expansion of cartesian exchanges (``program.lower``):
-    copy_maps: str = "direction"  # a copy map per direction, or one per arena (arena_copies.py)
+    copy_maps: str = "direction"  # copies per direction, or a map per arena (arena_copies.py)
     in_place_min_bytes: int = 0  # runs of at least this many bytes go in place (0: never)
     # send arena -> the run-time flags under which producer stencils filled it (producer_fusion)
     prepacked: tuple[tuple[str, tuple[str, ...]], ...] = ()

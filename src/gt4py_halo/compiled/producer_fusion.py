@@ -12,8 +12,8 @@ scalar arguments (``i0``, ``i1``, ...), the send boxes are symbolic in the field
 the fused write is guarded per point by the box test, and whether the stencil covered all the
 boxes is decided at run time: a flag (an interstate symbol, ``<uid>_prepacked_<field>``)
 computed from the stencil map's range right after its state; the exchange packs an arena
-itself unless the flags of all its fields are set. The pack maps stay in the expansion for
-that case. (The issue's plan, splitting the producer's map at the halo strips, needs those
+itself unless the flags of all its fields are set. The exchange's own packs stay in the
+expansion for that case. (The issue's plan, splitting the producer's map at the halo strips, needs those
 ranges at build time; with run-time bounds it would need a copy of the stencil per case.)
 
 A field's producer is fused when it is the last writer of the field before the exchange: a
@@ -21,7 +21,7 @@ top-level map, in the exchange's own state (with a path to the exchange node) or
 earlier state of the same region reached through states with a single, unconditional entry
 that do not write the field, writing it point by point (its index along
 each axis one map parameter plus a constant). All fields of an arena must have one, else the
-arena is left to the pack maps. Cartesian exchanges of transports with arenas (MPI) only:
+arena is left to the exchange's packs. Cartesian exchanges of transports with arenas (MPI) only:
 an unstructured exchange gathers its send lists through index arrays, and GHEX packs into
 buffers of its own.
 """

@@ -90,8 +90,6 @@ from gt4py_halo.compiled.nodes import EXCHANGE_NODES, HaloExchange
 from gt4py_halo.compiled.placement import PlacedInStep, Placement, place_exchanges
 from gt4py_halo.compiled.producer_fusion import fuse_packs_into_producers
 from gt4py_halo.compiled.shared_functions import (
-    COPY_LOOPS,
-    compiled_for_copies,
     share_exchange_functions,
 )
 from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
@@ -545,7 +543,7 @@ class Program(_native.Repeating):
         failure: Exception | None = None
         kinds = []
         try:
-            sdfg, _, exchanged, prefixes, timers, functions, written = self._lower(values, layouts)
+            sdfg, _, exchanged, prefixes, timers, written = self._lower(values, layouts)
             binary = _Binary("", exchanged, prefixes, timers, written)
             kinds = self._check_arguments(values, binary)
         except Exception as error:  # noqa: BLE001 - every rank learns of it: none waits
@@ -563,7 +561,7 @@ class Program(_native.Repeating):
             try:
                 compiled = build_on_root(
                     self._comm,
-                    build=functools.partial(_compile_in_folder, sdfg, functions),
+                    build=functools.partial(_compile_in_folder, sdfg),
                     share=lambda _: sdfg.build_folder,
                     load=load_build,
                 )
@@ -840,30 +838,21 @@ class Program(_native.Repeating):
                 if self._sequential():
                     run_sequentially(sdfg)
         timers = add_timers(sdfg, self._device == "gpu") if profiling.recorder is not None else []
-        functions = sorted(lowered.exchanges) if self._device == "cpu" else []
-        if functions:
+        if self._device == "cpu":
             share_exchange_functions(sdfg, lowered.exchanges)
-            sdfg.append_global_code(COPY_LOOPS)
         ignore_assigned_names(sdfg)  # the tasklets a GPU step inlined and the timers too
         sort_assignments(sdfg)
         sdfg.name = f"{self.__name__}_{build_digest(sdfg)}"
         add_again_entry(sdfg)
-        return sdfg, report, exchanged, prefixes, timers, functions, written
+        return sdfg, report, exchanged, prefixes, timers, written
 
 
 #: An argument a step exchanges whole: its position, the plan, the exchange's closure prefix.
 Exchanged = tuple[int, ExchangePlan, str]
 #: What ``Program._lower`` returns: the lowered step, what was fused, the arguments exchanged
-#: whole, the closure renamed, the timers, the exchange functions (``compiled_for_copies``),
-#: the arguments the step writes (positions).
+#: whole, the closure renamed, the timers, the arguments the step writes (positions).
 Lowering = tuple[
-    dace.SDFG,
-    FusionReport,
-    list[Exchanged],
-    dict[str, str],
-    list[tuple[str, str]],
-    list[str],
-    tuple[int, ...],
+    dace.SDFG, FusionReport, list[Exchanged], dict[str, str], list[tuple[str, str]], tuple[int, ...]
 ]
 
 
@@ -1076,13 +1065,14 @@ def program(
     GT4Py GPU fields) and the step is transformed for it (``transform_for_gpu``).
     ``copy_maps`` and ``pack_in_producers`` are experimental: the GPU defaults they set were
     never measured on a GPU, and on a CPU both are slower than the defaults.
-    ``copy_maps``: how cartesian exchanges pack and unpack, ``"direction"`` (a map per
-    direction: vectorized loops, the CPU default) or ``"arena"`` (one map per message arena
-    over all directions: one kernel, the GPU default; ``compiled/arena_copies.py``).
+    ``copy_maps``: how cartesian exchanges pack and unpack, ``"direction"`` (per direction:
+    on a CPU calls of one vectorized C++ function, the CPU default; on a GPU a map each) or
+    ``"arena"`` (one map per message arena over all directions: one kernel, the GPU default;
+    ``compiled/arena_copies.py``).
     ``pack_in_producers``: whether the stencil that writes a field right before its exchange
     also packs its messages (``compiled/producer_fusion.py``; default: on a GPU only, where it
     saves kernels; on a CPU its per-point box tests slowed the stencils more than it saved).
-    ``in_place_min_bytes``: on a CPU with copy maps per direction, boxes that are contiguous
+    ``in_place_min_bytes``: on a CPU with copies per direction, boxes that are contiguous
     runs of at least this many bytes (at most ``in_place.MAX_RUNS`` per field) go from field
     to field as MPI messages of their own instead of through the arenas; ``None``: never
     (``compiled/in_place.py``).
@@ -1218,10 +1208,10 @@ def _types(values: list[Any]) -> list[str]:
     ]
 
 
-def _compile_in_folder(sdfg: dace.SDFG, functions: list[str]) -> Any:
+def _compile_in_folder(sdfg: dace.SDFG) -> Any:
     """``sdfg`` compiled in its build folder, which other jobs wait for meanwhile
-    (``cache_files.building_in``), its exchange ``functions`` compiled for copies."""
-    with building_in(sdfg.build_folder), compiled_for_copies(functions), no_history():
+    (``cache_files.building_in``)."""
+    with building_in(sdfg.build_folder), no_history():
         return sdfg.compile()
 
 

@@ -5,8 +5,8 @@ DaCe emits each nested SDFG as a function of its own, once per content: nested S
 ignores the SDFG's name but not labels, data and symbol names or tasklet code, and the
 expansions name all of an exchange after its uid (its arenas and their offset symbols, labels,
 the members of the program's state struct it keeps). So a step exchanging two sets of fields
-alike (count, dtype, layout, halo, transport) compiled the same copy loops twice; for 10
-fields of a 3-D halo that is seconds of the C compiler per exchange.
+alike (count, dtype, layout, halo, transport) compiled the same code twice: its tables of
+copies and runs, its flags, its posting and waiting.
 
 ``share_exchange_functions`` runs on CPU steps (on a GPU each exchange keeps a function of its
 own until that path has run on a device), after every pass that finds an exchange's nodes by
@@ -30,15 +30,12 @@ state members do not follow the naming (none today).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
-from collections.abc import Collection, Iterator
 from typing import Any
 
 import dace
 from dace import dtypes
-from dace.codegen import codegen
 
 #: The exchange's first MPI tag (``CompiledExchange.tag_base``) in the C++ of its tasklets
 #: (``exchange_constant``): the tags it posts are this plus constants.
@@ -47,21 +44,6 @@ _CONSTANT = re.compile(r"^const int (\w+) = (-?\d+);  // of this exchange\n", re
 _INSTANCE = "gh_instance"  # the element of the shared struct the call works on
 _PLACEHOLDER = "GH_SHARED_STATE"
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
-
-
-#: How GCC compiles the exchange functions: the guards of their copy loops are the same at
-#: every iteration, and ``-O3``'s loop unswitching, which hoists them, multiplies the loop
-#: nests gcc then optimizes (most of a large step's compile) for copies no faster; jump
-#: threading, which duplicates paths through the functions' many branches (a direction's
-#: copies run or not), took a fifth of what was left, for copies no faster either. Other
-#: compilers get the functions as they are. Measured in docs/benchmarks.md ("Builds paid once").
-COPY_LOOPS = """
-#if defined(__GNUC__) && !defined(__clang__)
-#define GH_COPY_LOOPS __attribute__((optimize("no-unswitch-loops", "no-thread-jumps")))
-#else
-#define GH_COPY_LOOPS
-#endif
-"""
 
 
 def exchange_constant(name: str, value: int) -> str:
@@ -106,33 +88,6 @@ def share_exchange_functions(sdfg: dace.SDFG, exchanges: dict[str, str]) -> None
             _declare(node, struct, len(uids), members, exit_code)
             for other, _ in nested[uid]:
                 _bind(other, struct, instance)
-
-
-@contextlib.contextmanager
-def compiled_for_copies(functions: Collection[str]) -> Iterator[None]:
-    """While a CPU step is compiled: the C++ functions of its nested SDFGs named
-    ``functions`` (its exchanges, ``Lowered.exchanges``) are declared ``GH_COPY_LOOPS``
-    (``COPY_LOOPS``, which the step's global code defines). DaCe writes a nested SDFG's
-    function as ``inline void <name>_<ids>(`` and gives no place for an attribute."""
-    if not functions:
-        yield
-        return
-    names = "|".join(map(re.escape, sorted(functions)))
-    header = re.compile(rf"^inline void (?=(?:{names})_\d+_\d+_\d+\()", re.MULTILINE)
-    generate = codegen.generate_code
-
-    def generate_code(*args: Any, **kwargs: Any) -> list:
-        objects = generate(*args, **kwargs)
-        for code_object in objects:
-            if code_object.language == "cpp":
-                code_object.code = header.sub("GH_COPY_LOOPS inline void ", code_object.code)
-        return objects
-
-    codegen.generate_code = generate_code
-    try:
-        yield
-    finally:
-        codegen.generate_code = generate
 
 
 def _follows_naming(uid: str, nodes: list[tuple[Any, dace.SDFGState]]) -> bool:
