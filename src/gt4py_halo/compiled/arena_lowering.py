@@ -70,6 +70,7 @@ from gt4py_halo.compiled.graph import (
     on_device,
 )
 from gt4py_halo.compiled.in_place import Runs, box_runs
+from gt4py_halo.compiled.iteration_order import loop_order
 from gt4py_halo.compiled.lowered import CopyMap, Lowered
 from gt4py_halo.compiled.nodes import SELF, HaloExchange
 from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
@@ -152,11 +153,12 @@ def _unless(flags: tuple[str, ...]) -> str:
 #: ``src + from[p]`` to ``dst + to[p]`` (``dst_stride``, ``src_stride``: per axis), the ``R``
 #: axes outermost first, the innermost of extent ``N`` where the build knows it (0:
 #: ``extent``'s; a width of 1-3, as halos have, still gets a loop of its own where the width
-#: depends on the process grid), the boxes of one row after each other (the two faces across a unit-stride
-#: axis share the row's cache lines), rows that lie end to end in both as one run. Boxes and
-#: their sources never overlap (halos and owned cells, arenas). GCC would make each row a
-#: call of ``memcpy`` (loop distribution), slower for the rows of halos than the loop it
-#: vectorizes in place (``GH_INLINE_ROWS``; docs/benchmarks.md, "One function for every copy").
+#: depends on the process grid), the boxes of one row after each other (the two faces across
+#: a unit-stride axis share the row's cache lines), rows that lie end to end in both as one
+#: run. Boxes and their sources never overlap (halos and owned cells, arenas). GCC would make
+#: each row a call of ``memcpy`` (loop distribution), slower for the rows of halos than the
+#: loop it vectorizes in place (``GH_INLINE_ROWS``; docs/benchmarks.md, "One function for
+#: every copy").
 COPIES = """
 #if defined(__GNUC__) && !defined(__clang__)
 #define GH_INLINE_ROWS __attribute__((optimize("no-tree-loop-distribute-patterns")))
@@ -219,17 +221,6 @@ __attribute__((noinline)) GH_INLINE_ROWS void gh_copy(T* dst, const T* src, cons
 """
 
 
-def loop_order(desc: Any) -> list[int]:
-    """The axes of ``desc`` in the order of loops over it, outermost first: the one it holds
-    with unit stride innermost, the others by their distance from it, farthest outermost (as
-    ``iteration_order.py`` orders maps); as they are if no axis has unit stride."""
-    units = [a for a, n in enumerate(desc.strides) if n == 1 and desc.shape[a] != 1]
-    axes = list(range(len(desc.strides)))
-    if len(units) != 1:
-        return axes
-    return sorted(axes, key=lambda a: -abs(a - units[0]))
-
-
 @dataclasses.dataclass(frozen=True)
 class Copy:
     """One field's boxes of a ``copy_loop``: the pointers (tasklet connectors) copied to and
@@ -245,7 +236,7 @@ class Copy:
 def copy_loop(ctype: str, extent: list[Any], order: list[int], copies: list[Copy]) -> str:
     """C++ calling ``gh_copy`` (``COPIES``) for each of ``copies`` (boxes of ``extent`` of
     elements of ``ctype``), one field after the other, from C arrays: one loop, however many
-    fields; the loops over the axes in ``order`` (``loop_order``)."""
+    fields; the loops over the axes in ``order`` (``iteration_order.loop_order``)."""
     cpp = lambda values: (
         "{" + ", ".join(f"(long)({symstr(v, cpp_mode=True)})" for v in values) + "}"
     )

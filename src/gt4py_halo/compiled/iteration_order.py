@@ -17,9 +17,27 @@ would be made in another order) keep theirs.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import dace
 from dace.sdfg import nodes
+
+
+def unit_stride_axis(desc: Any) -> int | None:
+    """The one axis ``desc`` holds with unit stride (the constant 1, of more than one
+    element); ``None`` if none or several do."""
+    units = [k for k, n in enumerate(desc.strides) if n == 1 and desc.shape[k] != 1]
+    return units[0] if len(units) == 1 else None
+
+
+def loop_order(desc: Any) -> list[int]:
+    """The axes of ``desc`` as loops over it nest, outermost first: the unit-stride one
+    innermost, the others by their distance from it, farthest outermost (the order
+    ``order_maps_by_strides`` gives maps; the exchanges' copy tables on a CPU take it too);
+    as they are if no axis has unit stride."""
+    axes = list(range(len(desc.strides)))
+    unit = unit_stride_axis(desc)
+    return axes if unit is None else sorted(axes, key=lambda a: -abs(a - unit))
 
 
 def order_maps_by_strides(sdfg: dace.SDFG) -> int:
@@ -43,15 +61,15 @@ def _reorder(entry: nodes.MapEntry, state: dace.SDFGState) -> bool:
             return False
         desc = state.sdfg.arrays[memlet.data]
         subset = memlet.subset
-        units = [k for k, n in enumerate(desc.strides) if n == 1 and desc.shape[k] != 1]
-        if subset is None or len(subset) != len(desc.strides) or len(units) != 1:
+        unit = unit_stride_axis(desc)
+        if subset is None or len(subset) != len(desc.strides) or unit is None:
             continue
         for axis in range(len(desc.strides)):
             index = subset[axis][0] if isinstance(subset[axis], tuple) else subset[axis]
             used = {str(s) for s in getattr(index, "free_symbols", ())}
             for p in params:
                 if p in used:
-                    distances[p][abs(axis - units[0])] += 1
+                    distances[p][abs(axis - unit)] += 1
     # farthest from the unit-stride axis outermost (strides grow away from it: C order,
     # Fortran order); a parameter indexing no such array keeps its place among the outer ones
     far = max((d for c in distances.values() for d in c), default=0) + 1
