@@ -53,7 +53,10 @@
    addresses and handle values mpi4py gives (no MPI header here: handles are opaque bytes of
    the sizes mpi4py reports, and MPI_Datatype is passed as an int or a pointer by its size).
    Persistent requests keep their handles while started and completed, so mpi4py's Request
-   objects and this copy of their handles stay interchangeable.
+   objects and this copy of their handles stay interchangeable. Each start counts itself on
+   the transport's counter of starts (one int64, shared by its message sets) and keeps the
+   count it found (started()): ranks that start the same exchanges in the same order number
+   them alike, whoever finishes first (the tag of an exchange's messages of runs).
    SlotRun(busy, slot, requests, pack, local, unpack, elsewhere, not_as_expected): a kept
    blocking call's exchange (6.) on one message set, its copies bound to the fields: while
    the set's slot is free it takes the slot (busy, the plan's set of busy slots), runs
@@ -1095,6 +1098,9 @@ typedef struct {
     int64_t *expected;   /* per receive: the message's bytes */
     char **trailers;     /* per receive: where its fields' signature lands, or NULL */
     uint64_t signature;
+    PyObject *counter;  /* the transport's count of starts: an object of one writable int64 */
+    int64_t *starts;    /* its memory */
+    int64_t started;    /* the count at this set's last start */
     PyObject *error; /* raised with MPI's error code: mpi4py's MPI.Exception */
     unsigned long waits; /* 2 per wait, odd while one lasts: read from another thread */
 } Persistent;
@@ -1105,6 +1111,7 @@ static void persistent_dealloc(Persistent *self) {
     PyMem_Free(self->statuses);
     PyMem_Free(self->expected);
     PyMem_Free(self->trailers);
+    Py_XDECREF(self->counter);
     Py_XDECREF(self->error);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1118,19 +1125,23 @@ static void *copy_of(const Py_buffer *view) {
 static PyObject *persistent_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     unsigned long long startall, waitall, get_count, byte, signature;
     Py_ssize_t request_size, status_size, datatype_size;
-    Py_buffer recv, send, expected, trailers;
-    PyObject *error;
-    if (!PyArg_ParseTuple(args, "(KKK)(nnn)KOy*y*y*y*K", &startall, &waitall, &get_count,
+    Py_buffer recv, send, expected, trailers, starts;
+    PyObject *error, *counter;
+    if (!PyArg_ParseTuple(args, "(KKK)(nnn)KOy*y*y*y*KO", &startall, &waitall, &get_count,
                           &request_size, &status_size, &datatype_size, &byte, &error, &recv,
-                          &send, &expected, &trailers, &signature))
+                          &send, &expected, &trailers, &signature, &counter))
         return NULL;
     Persistent *self = NULL;
+    if (PyObject_GetBuffer(counter, &starts, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        starts.obj = NULL;
+        goto done;
+    }
     Py_ssize_t nrecv = request_size > 0 ? recv.len / request_size : -1;
     if (request_size <= 0 || status_size <= 0 || recv.len % request_size ||
         send.len % request_size || expected.len != nrecv * 8 ||
         trailers.len != nrecv * (Py_ssize_t)sizeof(char *) ||
         (datatype_size != sizeof(int) && datatype_size != sizeof(void *)) || !startall ||
-        !waitall || !get_count) {
+        !waitall || !get_count || starts.len != sizeof(int64_t)) {
         PyErr_SetString(PyExc_ValueError, "gt4py_halo: malformed persistent requests");
         goto done;
     }
@@ -1151,6 +1162,8 @@ static PyObject *persistent_new(PyTypeObject *type, PyObject *args, PyObject *kw
     self->trailers = copy_of(&trailers);
     self->statuses = PyMem_Calloc(most ? (size_t)most : 1, (size_t)status_size);
     self->signature = signature;
+    self->counter = Py_NewRef(counter); /* (numpy keeps the memory where it is) */
+    self->starts = (int64_t *)starts.buf;
     self->error = Py_NewRef(error);
     if (!self->recv || !self->send || !self->expected || !self->trailers || !self->statuses) {
         Py_CLEAR(self);
@@ -1161,6 +1174,7 @@ done:
     PyBuffer_Release(&send);
     PyBuffer_Release(&expected);
     PyBuffer_Release(&trailers);
+    if (starts.obj != NULL) PyBuffer_Release(&starts);
     return (PyObject *)self;
 }
 
@@ -1229,10 +1243,16 @@ static int wait_receives(Persistent *self) {
     return 0;
 }
 
+/* Starts the receives, the exchange's first step: counted (the file's comment, 4.). */
+static int start_receives(Persistent *self) {
+    self->started = (*self->starts)++;
+    return startall(self, self->nrecv, self->recv);
+}
+
 static PyObject *persistent_start(Persistent *self, PyObject *args) {
     PyObject *pack, *local;
     if (!PyArg_ParseTuple(args, "OO", &pack, &local)) return NULL;
-    if (startall(self, self->nrecv, self->recv) < 0 || call_each(pack) < 0 ||
+    if (start_receives(self) < 0 || call_each(pack) < 0 ||
         startall(self, self->nsend, self->send) < 0 || call_each(local) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -1250,14 +1270,14 @@ static PyObject *persistent_exchange(Persistent *self, PyObject *const *args, Py
         PyErr_SetString(PyExc_TypeError, "exchange(pack, local, unpack)");
         return NULL;
     }
-    if (startall(self, self->nrecv, self->recv) < 0 || call_each(args[0]) < 0 ||
+    if (start_receives(self) < 0 || call_each(args[0]) < 0 ||
         startall(self, self->nsend, self->send) < 0 || call_each(args[1]) < 0)
         return NULL;
     return persistent_finish(self, args[2]);
 }
 
 static PyObject *persistent_post_receives(Persistent *self, PyObject *unused) {
-    if (startall(self, self->nrecv, self->recv) < 0) return NULL;
+    if (start_receives(self) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1285,6 +1305,10 @@ static PyObject *persistent_status(Persistent *self, PyObject *index) {
     return PyBytes_FromStringAndSize(self->statuses + i * self->status_size, self->status_size);
 }
 
+static PyObject *persistent_started(Persistent *self, PyObject *unused) {
+    return PyLong_FromLongLong(self->started);
+}
+
 static PyObject *persistent_waits(Persistent *self, PyObject *unused) {
     return PyLong_FromUnsignedLong(__atomic_load_n(&self->waits, __ATOMIC_RELAXED));
 }
@@ -1310,6 +1334,8 @@ static PyMethodDef persistent_methods[] = {
     {"waits", (PyCFunction)persistent_waits, METH_NOARGS,
      "Twice the waits for messages begun, plus one while one lasts (odd: waiting); safe to "
      "call from another thread while a wait lasts."},
+    {"started", (PyCFunction)persistent_started, METH_NOARGS,
+     "The transport's count of starts at this set's last start (its exchange's number)."},
     {"status", (PyCFunction)persistent_status, METH_O,
      "status(i): the bytes of receive i's MPI_Status after the last wait."},
     {NULL, NULL, 0, NULL},
@@ -1320,8 +1346,8 @@ static PyTypeObject PersistentType = {
     .tp_basicsize = sizeof(Persistent),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Persistent((startall, waitall, get_count), (request, status, datatype sizes), "
-              "byte, error, receives, sends, expected, trailers, signature): see the module's "
-              "source. MPI's errors raise error(code).",
+              "byte, error, receives, sends, expected, trailers, signature, counter): see the "
+              "module's source. MPI's errors raise error(code).",
     .tp_new = persistent_new,
     .tp_dealloc = (destructor)persistent_dealloc,
     .tp_methods = persistent_methods,

@@ -4,11 +4,20 @@ box, in every memory layout a field may have."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 from gt4py_halo import _native
-from gt4py_halo.decomposition.plan import Box, BoxRegion, FieldSpec, IndexRegion
+from gt4py_halo.decomposition.plan import (
+    Box,
+    BoxRegion,
+    ExchangePlan,
+    FieldSpec,
+    IndexRegion,
+    NeighbourExchange,
+)
 from gt4py_halo.runtime import packing
 
 # a rank's send region to a neighbour along axis 0 (faces and corners, not mergeable) and its
@@ -129,3 +138,68 @@ def test_a_malformed_program_is_refused_before_copying():
     ):
         with pytest.raises(ValueError, match="malformed"):
             _native.run(np.array(program, np.int64))
+
+
+def test_runs_of_a_box():
+    """A box is one contiguous run per point of the axes before the last one it does not
+    cover whole: levels are whole, a decomposed axis where the box spans it from 0."""
+    local = (6, 10, 8)
+    face = Box((1, 1, 0), (3, 9, 8))  # axis 2 has no halo: whole; axis 1 cut
+    assert packing.run_axes(face, local, ()) == 1  # a run of 8x8 cells per plane of axis 0
+    assert packing.run_axes(face, local, (3, 2)) == 1  # levels are whole
+    assert packing.run_axes(Box((1, 0, 0), (3, 10, 8)), local, ()) == 0  # one run
+    assert packing.run_axes(Box((1, 1, 1), (3, 9, 7)), local, (3,)) == 2
+
+
+def test_boxes_in_place():
+    """Runs of at least ``IN_PLACE_MIN_BYTES`` for every field, at most ``MAX_RUNS`` per box
+    and field, go in place; index lists never."""
+    local = (10, 66, 80)
+    face = Box((1, 1, 0), (2, 65, 80))  # one run of 64x80 cells: 40 KiB of float64
+    thick = Box((1, 1, 0), (1 + packing.MAX_RUNS + 1, 65, 80))  # one run too many
+    region = BoxRegion((face, Box((1, 0, 0), (2, 1, 80)), thick))
+    f64, f32 = (FieldSpec(np.dtype(t), ()) for t in (np.float64, np.float32))
+    assert packing.in_place_boxes(region, local, [f64, f64]) == (face,)
+    assert packing.in_place_boxes(region, local, [f64, f32]) == ()  # 20 KiB of float32
+    assert packing.in_place_boxes(IndexRegion(np.arange(4)), local, [f64]) == ()
+
+
+def test_messages_leave_runs_out_of_their_buffers():
+    """With runs, a buffer holds the boxes that do not go in place, after the count of runs
+    its sender sends beside it; the runs bound to C-ordered fields are the fields' own
+    memory, to padded ones buffers of their own with the copies to and from them."""
+    local = (4, 66, 80)
+    face = (Box((1, 1, 0), (2, 65, 80)), Box((2, 1, 0), (3, 65, 80)))
+    edge = Box((1, 0, 0), (2, 1, 80))
+    halo = (Box((0, 1, 0), (1, 65, 80)), Box((3, 1, 0), (4, 65, 80)))
+    plan = ExchangePlan(
+        "cartesian",
+        0,
+        2,
+        local,
+        (NeighbourExchange(1, BoxRegion((*face, edge)), BoxRegion((*halo, edge))),),
+    )
+    spec = FieldSpec(np.dtype(np.float64), ())
+    messages = packing.Messages(plan, [spec, spec], np, b"trailer!", runs=True)
+    assert messages.runs == [(1, face, halo)]
+    ((_, sent),) = messages.sends
+    ((_, received),) = messages.recvs
+    header = packing.RUN_COUNT_BYTES
+    assert sent.nbytes == received.nbytes == header + 2 * 80 * 8 + 8
+    assert int.from_bytes(sent.data[:header].tobytes(), sys.byteorder) == 4  # 2 boxes x 2
+    values = np.arange(np.prod(local), dtype=np.float64).reshape(local)
+    padded = np.zeros((4, 66, 83))[..., :80]
+    padded[...] = values
+    (bound,) = messages.bind_runs([values, padded])
+    assert bound.rank == 1 and len(bound.sends) == len(bound.recvs) == 4
+    # box by box, field by field: the C-ordered field's runs are its memory
+    assert all(np.shares_memory(m, values) for m in bound.sends[::2] + bound.recvs[::2])
+    assert not any(np.shares_memory(m, padded) for m in bound.sends + bound.recvs)
+    for copy in bound.pack:
+        copy()
+    np.testing.assert_array_equal(bound.sends[1], values[1, 1:65])
+    np.testing.assert_array_equal(bound.sends[3], values[2, 1:65])
+    bound.recvs[3][...] = -1.0
+    for copy in bound.unpack:
+        copy()
+    assert (padded[3, 1:65] == -1.0).all() and (padded[0, 1:65] != -1.0).all()

@@ -32,13 +32,7 @@ from typing import Any
 import sympy
 from dace.symbolic import symstr
 
-#: Default of ``gh.program(in_place_min_bytes=...)``: shorter runs are packed. Each message
-#: costs MPI a rendezvous (about 5 us here); a run of 32 KiB takes about as long to pack and
-#: unpack.
-IN_PLACE_MIN_BYTES = 32 * 1024
-
-#: At most this many runs per box and field go in place (the request array is sized by it).
-MAX_RUNS = 16
+from gt4py_halo.decomposition.plan import MAX_RUNS
 
 
 @dataclasses.dataclass(frozen=True)

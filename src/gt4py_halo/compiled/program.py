@@ -73,7 +73,6 @@ from gt4py_halo.compiled.graph import (
     sort_assignments,
 )
 from gt4py_halo.compiled.gt4py_translations import translated_once
-from gt4py_halo.compiled.in_place import IN_PLACE_MIN_BYTES
 from gt4py_halo.compiled.iteration_order import order_maps_by_strides
 from gt4py_halo.compiled.last_call import (
     SLOTS,
@@ -96,7 +95,7 @@ from gt4py_halo.compiled.split_phase import check_all_finished, connect_pairs
 from gt4py_halo.compiled.stamps import StepClock
 from gt4py_halo.compiled.threads import run_sequentially
 from gt4py_halo.compiled.timers import add_timers
-from gt4py_halo.decomposition.plan import ExchangePlan
+from gt4py_halo.decomposition.plan import IN_PLACE_MIN_BYTES, ExchangePlan
 from gt4py_halo.errors import FieldError, HaloError, ProgramError, RanksDisagreeError
 from gt4py_halo.gt4py_support import openmp_threads
 from gt4py_halo.runtime.exchange import Exchange
@@ -1073,7 +1072,7 @@ def program(
     also packs its messages (``compiled/producer_fusion.py``; default: on a GPU only, where it
     saves kernels; on a CPU its per-point box tests slowed the stencils more than it saved).
     ``in_place_min_bytes``: on a CPU with copies per direction, boxes that are contiguous
-    runs of at least this many bytes (at most ``in_place.MAX_RUNS`` per field) go from field
+    runs of at least this many bytes (at most ``plan.MAX_RUNS`` per field) go from field
     to field as MPI messages of their own instead of through the arenas; ``None``: never
     (``compiled/in_place.py``).
     ``exchange``: an exchange (``gh.make_exchange``) to place exchanges with, before the calls

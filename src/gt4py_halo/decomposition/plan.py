@@ -171,6 +171,15 @@ def signature(specs: Sequence[FieldSpec], dim: str | None = None) -> bytes:
     return hashlib.blake2b(described.encode(), digest_size=8).digest()
 
 
+#: Runs of a box at least this many bytes long travel in place where the MPI transports send
+#: them: each its own message, straight out of the sender's field into the receiver's halo,
+#: not packed. Each message costs MPI a rendezvous (about 5 us here); a run of 32 KiB takes
+#: about as long to pack and unpack.
+IN_PLACE_MIN_BYTES = 32 * 1024
+
+#: At most this many runs per box and field travel in place.
+MAX_RUNS = 16
+
 #: Byte alignment of each field's segment inside a message.
 SEGMENT_ALIGNMENT = 8
 

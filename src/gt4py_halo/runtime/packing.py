@@ -11,11 +11,16 @@ runs the copies. Boxes
 (cartesian) are copied as strided blocks, index lists (unstructured) entry by entry: for host
 fields all of a phase's blocks and index lists in one call into C (``_native.run``: per box
 NumPy costs a Python call, more than a small halo's bytes), for device fields one ``copyto``
-per box and one gather (``take``) or scatter per field and index list.
+per box and one gather (``take``) or scatter per field and index list. Where a transport
+sends them (``mpi``), boxes of long contiguous runs travel in place instead, a message per
+run (``in_place_boxes``, ``Messages.bind_runs``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import sys
 from collections.abc import Callable, Hashable, Sequence
 from functools import partial
 from types import ModuleType
@@ -25,6 +30,9 @@ import numpy as np
 
 from gt4py_halo import _native
 from gt4py_halo.decomposition.plan import (
+    IN_PLACE_MIN_BYTES,
+    MAX_RUNS,
+    Box,
     BoxRegion,
     ExchangePlan,
     FieldSpec,
@@ -116,20 +124,27 @@ def _entries(dst: np.ndarray, src: np.ndarray, indices: np.ndarray, scatter: boo
 
 
 class MessageBuffer:
-    """One contiguous byte buffer holding every field's cells of one message, then
-    ``trailer`` (bytes a transport sends with every message, written once here)."""
+    """One contiguous byte buffer holding ``header`` (bytes a transport sends first, written
+    once here), every field's cells of one message, then ``trailer`` (written once too)."""
 
     def __init__(
-        self, region: Region, specs: Sequence[FieldSpec], xp: ModuleType, trailer: bytes = b""
+        self,
+        region: Region,
+        specs: Sequence[FieldSpec],
+        xp: ModuleType,
+        trailer: bytes = b"",
+        header: bytes = b"",
     ) -> None:
         offsets, nbytes = segment_offsets(region.count, specs)
-        self.data = xp.empty(nbytes + len(trailer), dtype=xp.uint8)
-        if trailer:
-            self.data[nbytes:] = xp.asarray(np.frombuffer(trailer, np.uint8))
+        start = len(header)
+        self.data = xp.empty(start + nbytes + len(trailer), dtype=xp.uint8)
+        for at, written in ((0, header), (start + nbytes, trailer)):
+            if written:
+                self.data[at : at + len(written)] = xp.asarray(np.frombuffer(written, np.uint8))
         self._xp = xp
         self._views = [
-            _region_views(region, _segment(self.data, offset, region.count, spec), spec, xp)
-            for offset, spec in zip(offsets, specs)
+            _region_views(region, _segment(self.data, start + o, region.count, spec), spec, xp)
+            for o, spec in zip(offsets, specs)
         ]
 
     @property
@@ -162,6 +177,19 @@ class MessageBuffer:
                     copies.append(partial(array.__setitem__, index, view))
 
 
+def _without(region: Region, boxes: tuple[Box, ...]) -> Region:
+    """``region`` but ``boxes`` (some of its boxes, in its order)."""
+    if not boxes:
+        return region
+    kept, left = [], list(boxes)
+    for box in region.boxes:
+        if left and box == left[0]:
+            left.pop(0)
+        else:
+            kept.append(box)
+    return BoxRegion(tuple(kept))
+
+
 def self_blocks(send: BoxRegion, recv: BoxRegion, arrays: Sequence[Any]) -> list[Block]:
     """Copies from owned to halo cells of the same rank (its own periodic neighbour).
 
@@ -175,6 +203,63 @@ def self_blocks(send: BoxRegion, recv: BoxRegion, arrays: Sequence[Any]) -> list
     ]
 
 
+#: Bytes before the fields of a message where runs may travel beside it (``Messages(runs=
+#: True)``): how many messages of runs its sender sends the receiver in the same exchange (an
+#: int64), first, so that a message longer than its receive still says it.
+RUN_COUNT_BYTES = 8
+
+
+def run_axes(box: Box, local_shape: Sequence[int], level_shape: Sequence[int]) -> int:
+    """How many leading axes of ``box`` (its decomposed axes, then ``level_shape``'s) its
+    runs have one of per point: a box of a C-ordered field of ``local_shape`` cells is one
+    contiguous run per point of the axes before the last one it does not cover whole (the
+    levels are always whole; a decomposed axis is where the box spans it from 0: an axis
+    without halo)."""
+    k = len(box.shape) + len(level_shape)
+    while k > 0:
+        k -= 1
+        if k < len(box.shape) and (box.start[k] != 0 or box.shape[k] != local_shape[k]):
+            return k
+    return 0
+
+
+def in_place_boxes(
+    region: Region, local_shape: Sequence[int], specs: Sequence[FieldSpec]
+) -> tuple[Box, ...]:
+    """The boxes of ``region`` (none of an index list) whose runs (``run_axes``) are, for
+    every field of ``specs``, at least ``IN_PLACE_MIN_BYTES`` long and at most ``MAX_RUNS``.
+
+    The rule reads a box's shape and which axes it covers whole: a box sent and the box it
+    fills on the receiver have the same shape, and an axis without halo has the same extent on
+    the two ranks (cartesian blocks form a grid: ranks on both sides of a face, edge or corner
+    share the block extents of the axes the direction does not cross). So both sides cut a
+    box into the same messages, whatever each one's strides."""
+    if not isinstance(region, BoxRegion):
+        return ()
+
+    def runs_qualify(box: Box, spec: FieldSpec) -> bool:
+        shape = (*box.shape, *spec.level_shape)
+        k = run_axes(box, local_shape, spec.level_shape)
+        length = math.prod(shape[k:]) * spec.dtype.itemsize
+        return length >= IN_PLACE_MIN_BYTES and math.prod(shape[:k]) <= MAX_RUNS
+
+    return tuple(box for box in region.boxes if all(runs_qualify(box, s) for s in specs))
+
+
+@dataclasses.dataclass
+class BoundRuns:
+    """The runs to and from one neighbour rank of an exchange of one field set, in message
+    order (box by box in plan order, field by field, runs in C order): the memory of each,
+    contiguous (the run in the field, or a buffer of its own where the field's layout does
+    not make it contiguous), and the copies between such buffers and the fields."""
+
+    rank: int
+    sends: list[np.ndarray]
+    recvs: list[np.ndarray]
+    pack: list[Copy]
+    unpack: list[Copy]
+
+
 class Messages:
     """The buffers of exchanging one field signature with a plan: per neighbour rank one to
     send (``sends``: (rank, buffer)) and one to receive into (``recvs``), in plan order, and
@@ -183,25 +268,91 @@ class Messages:
     A rank that is its own neighbour (a periodic axis not split over ranks) has no buffer for
     it: its copies go from owned cells straight to the halo, and may run while the messages
     are in flight.
+
+    With ``runs`` (a transport that sends them: ``mpi``) the boxes of host fields whose runs
+    are long (``in_place_boxes``) travel as messages of their own, one per run, not in the
+    buffers (``runs``: per neighbour rank, the boxes sent and received so; ``bind_runs``), and
+    each buffer starts with ``RUN_COUNT_BYTES``: how many run messages its sender sends the
+    receiver beside it.
     """
 
     def __init__(
-        self, plan: ExchangePlan, specs: Sequence[FieldSpec], xp: ModuleType, trailer: bytes = b""
+        self,
+        plan: ExchangePlan,
+        specs: Sequence[FieldSpec],
+        xp: ModuleType,
+        trailer: bytes = b"",
+        runs: bool = False,
     ) -> None:
         self._xp = xp
+        self._specs = tuple(specs)
+        self._local_shape = plan.local_shape
         self.sends: list[tuple[int, MessageBuffer]] = []
         self.recvs: list[tuple[int, MessageBuffer]] = []
+        #: per neighbour rank with runs either way: (rank, boxes sent as runs, boxes received)
+        self.runs: list[tuple[int, tuple[Box, ...], tuple[Box, ...]]] = []
         self._self_regions: list[tuple[Region, Region]] = []
         for neighbour in plan.neighbours:
             if neighbour.rank == plan.rank:
                 self._self_regions.append((neighbour.send, neighbour.recv))
                 continue
+            send, recv, header = neighbour.send, neighbour.recv, b""
+            if runs:
+                sent = got = ()
+                if xp is np:
+                    sent = in_place_boxes(send, plan.local_shape, specs)
+                    got = in_place_boxes(recv, plan.local_shape, specs)
+                if sent or got:
+                    self.runs.append((neighbour.rank, sent, got))
+                    send, recv = _without(send, sent), _without(recv, got)
+                count = sum(self._run_count(box) for box in sent)
+                header = count.to_bytes(RUN_COUNT_BYTES, sys.byteorder, signed=True)
             if neighbour.send.count:
-                buffer = MessageBuffer(neighbour.send, specs, xp, trailer)
+                buffer = MessageBuffer(send, specs, xp, trailer, header)
                 self.sends.append((neighbour.rank, buffer))
             if neighbour.recv.count:
-                buffer = MessageBuffer(neighbour.recv, specs, xp, trailer)
+                buffer = MessageBuffer(recv, specs, xp, trailer, bytes(len(header)))
                 self.recvs.append((neighbour.rank, buffer))
+
+    def _run_count(self, box: Box) -> int:
+        """How many runs of ``box`` travel, over all fields."""
+        return sum(
+            math.prod(
+                (*box.shape, *s.level_shape)[: run_axes(box, self._local_shape, s.level_shape)]
+            )
+            for s in self._specs
+        )
+
+    def bind_runs(self, arrays: Sequence[np.ndarray]) -> list[BoundRuns]:
+        """The runs of an exchange of ``arrays`` (host arrays), per neighbour rank of ``runs``,
+        over views that hold no reference to them."""
+        over = [a if v is None else v for a, v in ((a, unowned_view(a)) for a in arrays)]
+        bound = []
+        for rank, sent, got in self.runs:
+            sends: list[np.ndarray] = []
+            recvs: list[np.ndarray] = []
+            pack: list[Block] = []
+            unpack: list[Block] = []
+            for boxes, memory, blocks, packing in (
+                (sent, sends, pack, True),
+                (got, recvs, unpack, False),
+            ):
+                for box in boxes:
+                    for array, spec in zip(over, self._specs):
+                        view = array[box.slices]
+                        k = run_axes(box, self._local_shape, spec.level_shape)
+                        for point in np.ndindex(view.shape[:k]):
+                            run = view[point]
+                            if run.flags.c_contiguous:
+                                memory.append(run)
+                                continue
+                            buffer = np.empty(run.shape, run.dtype)
+                            memory.append(buffer)
+                            blocks.append((buffer, run) if packing else (run, buffer))
+            bound.append(
+                BoundRuns(rank, sends, recvs, block_copies(pack, np), block_copies(unpack, np))
+            )
+        return bound
 
     def bind(self, arrays: Sequence[Any]) -> tuple[Bound, bool]:
         """The copies of an exchange of ``arrays``: packing, unpacking and from this rank to

@@ -47,10 +47,11 @@ from gt4py_halo.compiled.host_staging import (
     mirror,
     mirror_fields,
 )
-from gt4py_halo.compiled.in_place import MAX_RUNS, posts
+from gt4py_halo.compiled.in_place import posts
 from gt4py_halo.compiled.nodes import HaloExchange
 from gt4py_halo.compiled.shared_functions import TAG_BASE, exchange_constant
 from gt4py_halo.compiled.stamps import STAMP_BYTES
+from gt4py_halo.decomposition.plan import MAX_RUNS
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
 

@@ -5,6 +5,14 @@ one receive buffer per neighbour, sized and laid out by the plan, and one persis
 ``MPI_Send_init`` / ``MPI_Recv_init`` request per message. An exchange then only starts the
 receives, packs, starts the sends, waits and unpacks: no allocation, no request setup.
 
+Boxes of host fields whose runs are long (a face across the outermost cut axis of C-ordered
+fields: ``packing.in_place_boxes``) are not packed: each run is a message of its own, from
+the sender's field into the receiver's halo where each side's layout makes it contiguous
+(``RunMessages``), started with the exchange on a tag of the exchange's own and waited for
+once its buffers' messages were checked. Each buffer says how many runs its sender sends
+beside it, so that ranks that disagree on the fields receive every run sent before they
+raise, and none is left to match a later exchange.
+
 CuPy fields are packed on the device. The PyPI MPICH is not CUDA-aware, so unless
 ``MPIX_Query_cuda_support`` says otherwise, messages are staged through host buffers that are
 allocated once, like the device buffers.
@@ -31,7 +39,14 @@ from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, signature
 from gt4py_halo.errors import BackendUnavailableError, RanksDisagreeError
 from gt4py_halo.runtime.agreement import described, report_wait
 from gt4py_halo.runtime.in_flight import UNFINISHED
-from gt4py_halo.runtime.packing import Bound, MessageBuffer, Messages, MessageSets
+from gt4py_halo.runtime.packing import (
+    RUN_COUNT_BYTES,
+    Bound,
+    BoundRuns,
+    MessageBuffer,
+    Messages,
+    MessageSets,
+)
 
 
 class _Wire:
@@ -58,11 +73,84 @@ class _Wire:
 TAG = 0
 
 
+class RunMessages:
+    """The messages of the runs of one field set's exchange (``Messages.bind_runs``), one per
+    run, straight between the fields where their layouts allow: started with the exchange (a
+    run's send does not wait for its receiver's finish, which may come after other calls),
+    finished after its buffers' messages were found as expected.
+
+    They go on a tag of the exchange's own, from its number (``MessageSet.tag``), not on
+    ``TAG``: where ranks disagree on the fields, each drains the others' runs (``abandon`` and
+    ``MessageSet._drain``) while another exchange may already be in flight, whose messages
+    must not match the receives left of this one."""
+
+    def __init__(self, comm: MPI.Comm, runs: list[BoundRuns], messages: MessageSet) -> None:
+        self._comm = comm
+        self._runs = runs
+        self._set = messages  # (it references its runs only while they are in flight)
+        self._receives: list[tuple[int, np.ndarray, MPI.Request]] = []
+        self._sends: list[MPI.Request] = []
+
+    def start(self) -> None:
+        tag = self._set.tag()
+        comm = self._comm
+        self._set.runs_in_flight = self
+        self._receives = [
+            (r.rank, memory, comm.Irecv(memory, r.rank, tag))
+            for r in self._runs
+            for memory in r.recvs
+        ]
+        for r in self._runs:
+            for copy in r.pack:
+                copy()
+            self._sends.extend(comm.Isend(memory, r.rank, tag) for memory in r.sends)
+
+    def finish(self) -> None:
+        """Wait for the runs (the exchange's buffers arrived as expected: the sender's runs
+        are those this rank receives), unpack those received into buffers of their own."""
+        receives, self._receives = self._receives, []
+        statuses = [MPI.Status() for _ in receives]
+        MPI.Request.Waitall([request for _, _, request in receives], statuses)
+        self._set.runs_in_flight = None
+        wrong = [
+            f"rank {rank} sent {status.Get_count(MPI.BYTE)} bytes of a run, {memory.nbytes} "
+            "expected"
+            for (rank, memory, _), status in zip(receives, statuses)
+            if status.Get_count(MPI.BYTE) != memory.nbytes
+        ]
+        if wrong:
+            self.wait_sends()
+            raise RanksDisagreeError("halos not written: " + "; ".join(wrong))
+        for r in self._runs:
+            for copy in r.unpack:
+                copy()
+        self.wait_sends()
+
+    def abandon(self) -> dict[int, int]:
+        """Cancel the receives not matched yet, after the exchange's buffers were found not as
+        expected; per sender, how many of its runs were received."""
+        receives, self._receives = self._receives, []
+        got: dict[int, int] = {}
+        for rank, _, request in receives:
+            request.Cancel()
+            status = MPI.Status()
+            request.Wait(status)
+            if not status.Is_cancelled():
+                got[rank] = got.get(rank, 0) + 1
+        return got
+
+    def wait_sends(self) -> None:
+        sends, self._sends = self._sends, []
+        MPI.Request.Waitall(sends)
+
+
 class MessageSet:
     """Persistent requests over the buffers of exchanging one field signature with a plan
-    (``Messages``): one per neighbour rank each way, on ``TAG``; of one slot (``Slots``: the buffers of one exchange in flight). While an exchange is in
-    flight it is that exchange's pending handle (``test``, ``wait``), holding its fields and
-    slot until ``wait``.
+    (``Messages``): one per neighbour rank each way, on ``TAG``; of one slot (``Slots``: the
+    buffers of one exchange in flight). A field set's runs in place (``RunMessages``) start
+    with the local copies and finish first among the unpacking copies, bound with them. While
+    an exchange is in flight it is that exchange's pending handle (``test``, ``wait``),
+    holding its fields and slot until ``wait``.
 
     An exchange's phases run in C (``_native.Persistent``): starting the receives, packing,
     starting the sends and the copies to this rank's own halo in one call; waiting for the
@@ -77,11 +165,16 @@ class MessageSet:
         specs: Sequence[FieldSpec],
         xp: ModuleType,
         release: Callable[[], Any],
+        starts: np.ndarray,
     ) -> None:
         staged = xp is not np and not _cuda_aware()
         self._release = release  # frees its slot
+        self._comm = comm
         self._signature = signature(specs, plan.name)  # (the trailer: the dim included)
-        self._messages = Messages(plan, specs, xp, self._signature)
+        self._messages = Messages(plan, specs, xp, self._signature, runs=True)
+        #: the runs of the exchange in flight on this set, if it has any (``RunMessages``)
+        self.runs_in_flight: RunMessages | None = None
+        self._tags = comm.Get_attr(MPI.TAG_UB) - TAG  # the tags of runs: TAG + 1 on
         self._send_wires = [_Wire(buffer, staged) for _, buffer in self._messages.sends]
         self._recv_wires = [_Wire(buffer, staged) for _, buffer in self._messages.recvs]
         # the copies to and from host mirrors of device buffers, after packing, before unpacking
@@ -117,10 +210,17 @@ class MessageSet:
                 [0 if t is None else ctypes.addressof(t) for t in self._trailers], np.uintp
             ).tobytes(),
             self._signature_value,
+            starts,
         )
         # what a profile records of the messages (profiling.py): made once, with the buffers
         self._sent = _traffic("sends", self._messages.sends)
         self._received = _traffic("receives", self._messages.recvs)
+        self._runs = {
+            "runs": {
+                f"rank {rank}": f"{len(sent)} + {len(got)} boxes"
+                for rank, sent, got in self._messages.runs
+            }
+        }
         self._unpack: list = []  # the copies of the exchange in flight
         #: the receives' statuses and whether one was truncated, if ``test`` completed them
         self._arrived: tuple[list[MPI.Status], bool] | None = None
@@ -171,6 +271,9 @@ class MessageSet:
         bound = kept.get(self)
         if bound is None:
             bound, unowned = self._messages.bind(arrays)
+            if self._messages.runs:
+                runs = RunMessages(self._comm, self._messages.bind_runs(arrays), self)
+                bound = (bound[0], [runs.finish, *bound[1]], [runs.start, *bound[2]])
             if self._staging is not None:
                 to_wire, from_wire = self._staging
                 bound = (bound[0] + to_wire, from_wire + bound[1], bound[2])
@@ -195,11 +298,20 @@ class MessageSet:
         t = rec.event("pack", t, self._sent)
         self._requests.post_sends()
         t = rec.event("post", t, self._sent)
+        if self._messages.runs:  # (``bind`` put the runs' start first)
+            local[0]()
+            t = rec.event("post", t, self._runs)
+            local = local[1:]
         for copy in local:
             copy()
         rec.event("self-copies", t, {"copies": len(local)})
         self._unpack, self._arrays = unpack, arrays
         UNFINISHED[self] = ()
+
+    def tag(self) -> int:
+        """The tag of the runs of the exchange on this set (its number, the transport's count
+        of starts when it started: alike on every rank)."""
+        return TAG + 1 + self._requests.started() % self._tags
 
     def test(self) -> bool:
         """Whether every message is complete. The receives complete together, and their
@@ -221,13 +333,16 @@ class MessageSet:
     def wait(self) -> None:
         """Wait, then unpack; unless a message's size or signature is not what this rank's
         fields need (the ranks exchange fields of different dtypes or levels): then nothing
-        is unpacked and a ``RanksDisagreeError`` names the senders. Either way the set is
-        free for the next exchange after."""
+        is unpacked (runs received in place are where they landed, every run sent drained)
+        and a ``RanksDisagreeError`` names the senders. Either way the set is free for the
+        next exchange after."""
         unpack, self._unpack = self._unpack, []  # copies over CuPy fields hold them
         arrived, self._arrived = self._arrived, None
         rec = profiling.recorder
         try:
             if arrived is not None:  # the receives completed by ``test``
+                if self._wrong(*arrived):
+                    self._drain(arrived[0])
                 self._raise_if_wrong(*arrived)
                 for copy in unpack:
                     copy()
@@ -243,6 +358,10 @@ class MessageSet:
             t = rec.event("wait", t, self._received)
             if code:
                 self._not_as_expected(code)
+            if self._messages.runs:  # (``bind`` put the runs' finish first)
+                unpack[0]()
+                t = rec.event("wait", t, self._runs)
+                unpack = unpack[1:]
             for copy in unpack:
                 copy()
             t = rec.event("unpack", t, self._received)
@@ -265,18 +384,41 @@ class MessageSet:
                 _complete(request, status)
             statuses.append(status)
         MPI.Request.Waitall(self._send_requests)
+        self._drain(statuses)
         self._raise_if_wrong(statuses, code > 0)
         raise MPI.Exception(code)
 
-    def _raise_if_wrong(self, statuses: list[MPI.Status], truncated: bool) -> None:
-        """``RanksDisagreeError`` naming the messages received not as expected, if any."""
-        wrong = [
+    def _drain(self, statuses: list[MPI.Status]) -> None:
+        """After this exchange's buffers arrived not as expected (the ranks disagree on the
+        fields, and so on their runs): its runs' receives cancelled where not matched, and
+        every run each neighbour sent (as its buffer says) received, into scratch memory where
+        not matched before, so that no run is left to match a later receive and every rank's
+        sends of runs complete; then its own sends waited for (their receivers drain them
+        alike)."""
+        runs, self.runs_in_flight = self.runs_in_flight, None
+        got = runs.abandon() if runs is not None else {}
+        tag = self.tag()
+        for peer, status, wire in zip(self._peers, statuses, self._recv_wires):
+            for _ in range(_runs_announced(status, wire.memory) - got.get(peer, 0)):
+                probed = MPI.Status()
+                message = self._comm.Mprobe(peer, tag, probed)
+                message.Recv(np.empty(probed.Get_count(MPI.BYTE), np.uint8))
+        if runs is not None:
+            runs.wait_sends()
+
+    def _wrong(self, statuses: list[MPI.Status], truncated: bool) -> list[str]:
+        """What is wrong with the messages received, if anything (``_problem``)."""
+        return [
             problem
             for peer, status, wire, trailer in zip(
                 self._peers, statuses, self._recv_wires, self._trailers
             )
             if (problem := self._problem(peer, status, wire.memory, trailer, truncated))
         ]
+
+    def _raise_if_wrong(self, statuses: list[MPI.Status], truncated: bool) -> None:
+        """``RanksDisagreeError`` naming the messages received not as expected, if any."""
+        wrong = self._wrong(statuses, truncated)
         if wrong:
             raise RanksDisagreeError(
                 "halos not written: "
@@ -309,6 +451,18 @@ class MessageSet:
         return None
 
 
+def _runs_announced(status: MPI.Status, memory: Any) -> int:
+    """How many runs the sender of the message received into ``memory`` (``status``) sent
+    beside it: its first ``RUN_COUNT_BYTES``, there where that many arrived (MPICH fills a
+    receive from a longer message too)."""
+    if status.Get_count(MPI.BYTE) < RUN_COUNT_BYTES:
+        return 0
+    first = memory[:RUN_COUNT_BYTES]
+    if not isinstance(first, np.ndarray):  # a CUDA-aware MPI's receive in device memory
+        first = first.get()
+    return int.from_bytes(first.tobytes(), sys.byteorder, signed=True)
+
+
 def _complete(request: MPI.Request, status: MPI.Status) -> None:
     """After a wait or test of several requests failed (a truncated message): ``request``
     completed, if MPI left it pending, with its error in ``status``."""
@@ -336,6 +490,7 @@ class MpiTransport:
             )
         self._comm = comm
         self._sets = MessageSets()
+        self._starts = np.zeros(1, np.int64)  # the count of its exchanges' starts
 
     @classmethod
     def for_decomposition(cls, decomposition: Any) -> MpiTransport:
@@ -344,7 +499,8 @@ class MpiTransport:
     def prepare(
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
     ) -> PreparedMpiExchange:
-        return PreparedMpiExchange(self._comm, self._sets, plan, specs, _array_module(arrays[0]))
+        xp = _array_module(arrays[0])
+        return PreparedMpiExchange(self._comm, self._sets, plan, specs, xp, self._starts)
 
 
 class PreparedMpiExchange:
@@ -361,10 +517,11 @@ class PreparedMpiExchange:
         plan: ExchangePlan,
         specs: tuple[FieldSpec, ...],
         xp: ModuleType,
+        starts: np.ndarray,
     ) -> None:
         self._slots = sets.slots(plan, specs, xp.__name__)
         slots = self._slots  # (the sets it makes reference no prepared exchange: no cycle)
-        self._make = lambda slot: MessageSet(comm, plan, specs, xp, slots.releaser(slot))
+        self._make = lambda slot: MessageSet(comm, plan, specs, xp, slots.releaser(slot), starts)
         # per message set, the copies bound to this exchange's fields (kept with it: the
         # exchange keeps a prepared exchange per field set, dropped with the fields)
         self._bound: dict[MessageSet, Bound] = {}
