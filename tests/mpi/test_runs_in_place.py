@@ -66,8 +66,8 @@ def test_the_case_sends_runs(comm):
 
 @pytest.mark.parametrize("kind", ["numpy", "padded", "fortran", "gt4py"])
 def test_runs_fill_owner_values(comm, kind):
-    """Two fields of each kind, blocking, split and repeated (the kept call, from C): exact
-    halos."""
+    """Two fields of each kind, blocking, split (finished at once, or polled) and repeated
+    (the kept call, from C): exact halos."""
     d = decomposition(comm)
     ex = gh.make_exchange(d, backend="mpi")
     expected = expected_local(d, (), np.float64)
@@ -76,10 +76,15 @@ def test_runs_fill_owner_values(comm, kind):
         ex.exchange(u, v)
         np.testing.assert_array_equal(values(u), expected)
         np.testing.assert_array_equal(values(v), expected)
-        w = local(d, np.float64, kind)
+        w, x = local(d, np.float64, kind), local(d, np.float64, kind)
         h = ex.start(w)
         h.finish()
+        polled = ex.start(x)
+        while not polled.is_ready():  # true once the runs too have come and gone
+            pass
+        polled.finish()
         np.testing.assert_array_equal(values(w), expected)
+        np.testing.assert_array_equal(values(x), expected)
     kept = local(d, np.float64, kind)
     for _ in range(3):
         ex.exchange(kept)

@@ -90,6 +90,8 @@ class RunMessages:
         self._set = messages  # (it references its runs only while they are in flight)
         self._receives: list[tuple[int, np.ndarray, MPI.Request]] = []
         self._sends: list[MPI.Request] = []
+        #: the receives' statuses, where ``test`` completed them
+        self._arrived: list[MPI.Status] | None = None
 
     def start(self) -> None:
         tag = self._set.tag()
@@ -105,12 +107,24 @@ class RunMessages:
                 copy()
             self._sends.extend(comm.Isend(memory, r.rank, tag) for memory in r.sends)
 
+    def test(self) -> bool:
+        """Whether every run has arrived and been sent (the exchange's buffers arrived as
+        expected); the receives' statuses kept for ``finish``."""
+        if self._arrived is None:
+            statuses = [MPI.Status() for _ in self._receives]
+            if not MPI.Request.Testall([request for _, _, request in self._receives], statuses):
+                return False
+            self._arrived = statuses
+        return MPI.Request.Testall(self._sends)
+
     def finish(self) -> None:
         """Wait for the runs (the exchange's buffers arrived as expected: the sender's runs
         are those this rank receives), unpack those received into buffers of their own."""
         receives, self._receives = self._receives, []
-        statuses = [MPI.Status() for _ in receives]
-        MPI.Request.Waitall([request for _, _, request in receives], statuses)
+        statuses, self._arrived = self._arrived, None
+        if statuses is None:
+            statuses = [MPI.Status() for _ in receives]
+            MPI.Request.Waitall([request for _, _, request in receives], statuses)
         self._set.runs_in_flight = None
         wrong = [
             f"rank {rank} sent {status.Get_count(MPI.BYTE)} bytes of a run, {memory.nbytes} "
@@ -132,11 +146,14 @@ class RunMessages:
         receives, self._receives = self._receives, []
         got: dict[int, int] = {}
         for rank, _, request in receives:
-            request.Cancel()
-            status = MPI.Status()
-            request.Wait(status)
-            if not status.Is_cancelled():
-                got[rank] = got.get(rank, 0) + 1
+            if self._arrived is None:  # (else ``test`` completed every receive)
+                request.Cancel()
+                status = MPI.Status()
+                request.Wait(status)
+                if status.Is_cancelled():
+                    continue
+            got[rank] = got.get(rank, 0) + 1
+        self._arrived = None
         return got
 
     def wait_sends(self) -> None:
@@ -314,10 +331,10 @@ class MessageSet:
         return TAG + 1 + self._requests.started() % self._tags
 
     def test(self) -> bool:
-        """Whether every message is complete. The receives complete together, and their
-        statuses are kept for ``wait``, which checks them (a completed persistent request
-        has none left for a wait after it; MPICH's ``MPI_Request_get_status``, which
-        completes nothing, loses them too)."""
+        """Whether every message is complete, runs in place included. The receives complete
+        together, and their statuses are kept for ``wait``, which checks them (a completed
+        persistent request has none left for a wait after it; MPICH's
+        ``MPI_Request_get_status``, which completes nothing, loses them too)."""
         if self._arrived is None:
             statuses = [MPI.Status() for _ in self._recv_requests]
             try:
@@ -328,7 +345,11 @@ class MessageSet:
                 for request, status in zip(self._recv_requests, statuses):
                     _complete(request, status)
                 self._arrived = (statuses, True)
-        return MPI.Request.Testall(self._send_requests)
+        if not MPI.Request.Testall(self._send_requests):
+            return False
+        # the runs, unless the buffers say the ranks disagree (the finish raises then)
+        runs = self.runs_in_flight
+        return runs is None or bool(self._wrong(*self._arrived)) or runs.test()
 
     def wait(self) -> None:
         """Wait, then unpack; unless a message's size or signature is not what this rank's
