@@ -362,8 +362,6 @@ class MessageSet:
         rec = profiling.recorder
         try:
             if arrived is not None:  # the receives completed by ``test``
-                if self._wrong(*arrived):
-                    self._drain(arrived[0])
                 self._raise_if_wrong(*arrived)
                 for copy in unpack:
                     copy()
@@ -405,8 +403,8 @@ class MessageSet:
                 _complete(request, status)
             statuses.append(status)
         MPI.Request.Waitall(self._send_requests)
-        self._drain(statuses)
         self._raise_if_wrong(statuses, code > 0)
+        self._drain(statuses)
         raise MPI.Exception(code)
 
     def _drain(self, statuses: list[MPI.Status]) -> None:
@@ -438,9 +436,11 @@ class MessageSet:
         ]
 
     def _raise_if_wrong(self, statuses: list[MPI.Status], truncated: bool) -> None:
-        """``RanksDisagreeError`` naming the messages received not as expected, if any."""
+        """``RanksDisagreeError`` naming the messages received not as expected, if any, once
+        the exchange's runs are drained (``_drain``)."""
         wrong = self._wrong(statuses, truncated)
         if wrong:
+            self._drain(statuses)
             raise RanksDisagreeError(
                 "halos not written: "
                 + "; ".join(wrong)
