@@ -193,6 +193,34 @@ def test_split_phase_equals_blocking(backend):
         np.testing.assert_array_equal(b, s)
 
 
+def test_messages_of_axes_that_wrap_are_whole_planes(comm):
+    """Axis 1 wraps onto every rank (periodic, one rank across it): the messages of the
+    ``mpi`` transport (the plan's ``wrapped`` ones) span its whole extent, halos included
+    (the rank fills them first), cross it nowhere, and fill exactly the halo cells that the
+    plain boxes fill, from the same ranks; the halos are exact on each side of the faces."""
+    halo = ((1, 2), (2, 1), (1, 1))
+    d = gh.CartesianDecomposition(
+        (16, 11, 7), halo=halo, periodic=(True, True, False), proc_grid=(comm.size, 1, 1)
+    )
+    plan = d.plan()
+    assert [n.rank for n in plan.wrapped] == [n.rank for n in plan.remote_neighbours]
+
+    def cells(region):
+        mask = np.zeros(plan.local_shape, bool)
+        for box in region.boxes:
+            assert not mask[box.slices].any(), "a cell received twice"
+            mask[box.slices] = True
+        return mask
+
+    for wrapped, plain in zip(plan.wrapped, plan.remote_neighbours):
+        for box in wrapped.send.boxes + wrapped.recv.boxes:
+            assert (box.start[1], box.stop[1]) == (0, d.allocated_shape[1]), box
+        np.testing.assert_array_equal(cells(wrapped.recv), cells(plain.recv))
+    field = filled_local(d, (2,), np.float64, "C")
+    gh.make_exchange(d, backend="mpi").exchange(field)
+    np.testing.assert_array_equal(field, expected_local(d, (2,), np.float64))
+
+
 def test_backends_fill_identical_halos():
     d = gh.CartesianDecomposition((16, 11, 7), halo=((1, 2), (2, 1), (1, 1)), periodic=True)
     rng = np.random.default_rng(100 + d.rank)

@@ -883,7 +883,7 @@ def test_runs_sent_in_place_fill_exact_halos(comm, min_bytes) -> None:
 def test_faces_carry_the_halo_of_an_axis_that_wraps(comm, min_bytes, periodic) -> None:
     """Axis 1 periodic and held whole by every rank (``proc_grid=(size, 1)``): a blocking
     exchange copies its halo first and sends each face across axis 0 as whole planes, the
-    corners in them (``arenas.wrapped_box``); a split pair in the same step sends the plain
+    corners in them (``cartesian.wrapped_box``); a split pair in the same step sends the plain
     boxes and copies after. Axis 0 periodic or open (on one rank: every direction is the
     rank itself, or beyond an open boundary), asymmetric halos, uneven blocks, levels,
     C-ordered fields in place (a run per halo layer) and packed, a field padded on odd ranks

@@ -20,9 +20,9 @@ import gt4py_halo as gh
 from gt4py_halo.decomposition.plan import FieldSpec
 from gt4py_halo.runtime.packing import in_place_boxes
 
-# faces across axis 0 are runs of 40x128 float64 (40 KiB: in place), the axis cut in blocks
-# of 13 cells over 1-4 ranks (uneven); axis 1's faces are 13 runs of 128 cells (packed)
-GLOBAL, HALO = (13, 40, 128), (1, 1, 0)
+# faces across axis 0, the axis cut in blocks of 13 cells over 1-4 ranks (uneven), are whole
+# planes of 42x256 float64 (84 KiB: in place): they span the halo of axis 1, which wraps
+GLOBAL, HALO = (13, 40, 256), (1, 1, 0)
 
 
 def decomposition(comm):
@@ -51,13 +51,16 @@ def values(field):
 
 
 def test_the_case_sends_runs(comm):
-    """The faces across the cut axis go in place, the others packed (where there are other
-    ranks to send them to)."""
+    """The messages (the plan's ``wrapped`` ones: axis 1 wraps onto each rank) are the faces
+    across the cut axis alone, whole planes, in place (where there are other ranks to send
+    them to)."""
     d = decomposition(comm)
     plan, specs = d.plan(), [FieldSpec(np.dtype(np.float64), ())]
-    for neighbour in plan.remote_neighbours:
+    assert len(plan.wrapped) == len(plan.remote_neighbours)
+    for neighbour in plan.wrapped:
         boxes = in_place_boxes(neighbour.send, plan.local_shape, specs)
-        assert boxes and all(box.shape[1:] == (40, 128) for box in boxes), boxes
+        assert boxes == neighbour.send.boxes
+        assert all(box.shape[1:] == (42, 256) for box in boxes), boxes
         assert in_place_boxes(neighbour.send, plan.local_shape, specs * 2) == boxes
         # half the bytes per run: not in place, for every field of the call
         halved = [FieldSpec(np.dtype(np.float32), ())]

@@ -8,10 +8,10 @@ import dace
 import numpy as np
 from dace.sdfg.state import ConditionalBlock
 
-from gt4py_halo.compiled.arenas import wrapped_box
 from gt4py_halo.compiled.in_place import box_runs
 from gt4py_halo.compiled.last_call import element_strides
 from gt4py_halo.compiled.program import _arrays_described, _layouts_of, _symbolic_descriptor
+from gt4py_halo.decomposition.cartesian import wrapped_box
 
 HALO = 3
 
@@ -93,7 +93,7 @@ def test_fortran_ordered_fields_are_not_cut() -> None:
 
 def test_faces_across_an_axis_that_wraps_are_whole_planes() -> None:
     """A face across axis 0 widened across the halo of axis 1 where axis 1 wraps onto the
-    rank (``arenas.wrapped_box``, its wrap symbol 1 at run time): one run of HALO whole planes
+    rank (``cartesian.wrapped_box``, its wrap symbol 1 at run time): one run of HALO whole planes
     per field; where it does not (0), the owned rows as before. Where axis 1 is padded, the
     planes are not dense in the field (the rank packs them), the rows still are."""
     wrap = dace.symbol("w1", dace.int64)

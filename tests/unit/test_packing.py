@@ -4,6 +4,7 @@ box, in every memory layout a field may have."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -152,15 +153,15 @@ def test_runs_of_a_box():
 
 
 def test_boxes_in_place():
-    """Runs of at least ``IN_PLACE_MIN_BYTES`` for every field, at most ``MAX_RUNS`` per box
-    and field, go in place; index lists never."""
-    local = (10, 66, 80)
-    face = Box((1, 1, 0), (2, 65, 80))  # one run of 64x80 cells: 40 KiB of float64
-    thick = Box((1, 1, 0), (1 + packing.MAX_RUNS + 1, 65, 80))  # one run too many
+    """Runs of at least ``RUNTIME_IN_PLACE_MIN_BYTES`` for every field, at most
+    ``MAX_RUNS`` per box and field, go in place; index lists never."""
+    local = (10, 130, 80)
+    face = Box((1, 1, 0), (2, 129, 80))  # one run of 128x80 cells: 80 KiB of float64
+    thick = Box((1, 1, 0), (1 + packing.MAX_RUNS + 1, 129, 80))  # one run too many
     region = BoxRegion((face, Box((1, 0, 0), (2, 1, 80)), thick))
     f64, f32 = (FieldSpec(np.dtype(t), ()) for t in (np.float64, np.float32))
     assert packing.in_place_boxes(region, local, [f64, f64]) == (face,)
-    assert packing.in_place_boxes(region, local, [f64, f32]) == ()  # 20 KiB of float32
+    assert packing.in_place_boxes(region, local, [f64, f32]) == ()  # 40 KiB of float32
     assert packing.in_place_boxes(IndexRegion(np.arange(4)), local, [f64]) == ()
 
 
@@ -168,10 +169,10 @@ def test_messages_leave_runs_out_of_their_buffers():
     """With runs, a buffer holds the boxes that do not go in place, after the count of runs
     its sender sends beside it; the runs bound to C-ordered fields are the fields' own
     memory, to padded ones buffers of their own with the copies to and from them."""
-    local = (4, 66, 80)
-    face = (Box((1, 1, 0), (2, 65, 80)), Box((2, 1, 0), (3, 65, 80)))
+    local = (4, 130, 80)
+    face = (Box((1, 1, 0), (2, 129, 80)), Box((2, 1, 0), (3, 129, 80)))
     edge = Box((1, 0, 0), (2, 1, 80))
-    halo = (Box((0, 1, 0), (1, 65, 80)), Box((3, 1, 0), (4, 65, 80)))
+    halo = (Box((0, 1, 0), (1, 129, 80)), Box((3, 1, 0), (4, 129, 80)))
     plan = ExchangePlan(
         "cartesian",
         0,
@@ -188,7 +189,7 @@ def test_messages_leave_runs_out_of_their_buffers():
     assert sent.nbytes == received.nbytes == header + 2 * 80 * 8 + 8
     assert int.from_bytes(sent.data[:header].tobytes(), sys.byteorder) == 4  # 2 boxes x 2
     values = np.arange(np.prod(local), dtype=np.float64).reshape(local)
-    padded = np.zeros((4, 66, 83))[..., :80]
+    padded = np.zeros((4, 130, 83))[..., :80]
     padded[...] = values
     (bound,) = messages.bind_runs([values, padded])
     assert bound.rank == 1 and len(bound.sends) == len(bound.recvs) == 4
@@ -197,9 +198,55 @@ def test_messages_leave_runs_out_of_their_buffers():
     assert not any(np.shares_memory(m, padded) for m in bound.sends + bound.recvs)
     for copy in bound.pack:
         copy()
-    np.testing.assert_array_equal(bound.sends[1], values[1, 1:65])
-    np.testing.assert_array_equal(bound.sends[3], values[2, 1:65])
+    np.testing.assert_array_equal(bound.sends[1], values[1, 1:129])
+    np.testing.assert_array_equal(bound.sends[3], values[2, 1:129])
     bound.recvs[3][...] = -1.0
     for copy in bound.unpack:
         copy()
-    assert (padded[3, 1:65] == -1.0).all() and (padded[0, 1:65] != -1.0).all()
+    assert (padded[3, 1:129] == -1.0).all() and (padded[0, 1:129] != -1.0).all()
+
+
+def test_messages_of_a_plan_with_axes_that_wrap():
+    """With ``wrapped``, the messages are the plan's ``wrapped`` ones (axis 1 wraps: faces
+    across axis 0 span its halos) and the copies to the rank itself come first; without, the
+    plain boxes, edges and all."""
+    local = (4, 6)
+    # by the receiver's direction: towards +1 (its -1) first
+    face_out = (Box((2, 0), (3, 6)), Box((1, 0), (2, 6)))
+    face_in = (Box((0, 0), (1, 6)), Box((3, 0), (4, 6)))
+    plain_out = (
+        Box((2, 4), (3, 5)),
+        Box((2, 1), (3, 5)),
+        Box((2, 1), (3, 2)),
+    )  # corner, face, corner
+    plain_in = (Box((0, 0), (1, 1)), Box((0, 1), (1, 5)), Box((0, 5), (1, 6)))
+    wrap = NeighbourExchange(
+        0,
+        BoxRegion((Box((1, 4), (3, 5)), Box((1, 1), (3, 2)))),
+        BoxRegion((Box((1, 0), (3, 1)), Box((1, 5), (3, 6)))),
+    )
+    plan = ExchangePlan(
+        "cartesian",
+        0,
+        2,
+        local,
+        (wrap, NeighbourExchange(1, BoxRegion(plain_out), BoxRegion(plain_in))),
+        wrapped=(NeighbourExchange(1, BoxRegion(face_out), BoxRegion(face_in)),),
+    )
+    spec = FieldSpec(np.dtype(np.float64), ())
+    plain = packing.Messages(plan, [spec], np)
+    assert not plain.self_first
+    assert [b.nbytes for _, b in plain.sends] == [6 * 8]
+    messages = packing.Messages(plan, [spec], np, wrapped=True)
+    assert messages.self_first
+    assert [b.nbytes for _, b in messages.sends] == [2 * 6 * 8]
+    values = np.arange(24.0).reshape(local)
+    expected = np.concatenate([values[2], values[1]])
+    expected[[0, 5, 6, 11]] = values[[2, 2, 1, 1], [4, 1, 4, 1]]  # the wrapped halo columns
+    (pack, _, local_copies), _ = messages.bind([values])
+    for copy in local_copies + pack:  # the copies to itself first: the faces carry them
+        copy()
+    ((_, sent),) = messages.sends
+    np.testing.assert_array_equal(sent.data.view(np.float64), expected)
+    no_wraps = dataclasses.replace(plan, wrapped=())
+    assert not packing.Messages(no_wraps, [spec], np, wrapped=True).self_first

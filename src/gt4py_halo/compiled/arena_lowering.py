@@ -21,7 +21,7 @@ of the step, compiled once, where a loop nest per direction, group and field mad
 large step's compile time (docs/benchmarks.md, "One function for every copy").
 
 A blocking exchange makes its self copies first, before step 1: its messages then carry the
-halos of the axes that wrap onto the rank (``arenas.wrapped_box``: faces of whole planes, no
+halos of the axes that wrap onto the rank (``cartesian.wrapped_box``: faces of whole planes, no
 edge messages). A split pair's start only reads its fields: its finish copies them.
 
 Everything but the C++ of the start and wait tasklets is the same for every transport that

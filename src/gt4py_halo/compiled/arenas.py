@@ -32,7 +32,7 @@ from dace.symbolic import symstr
 
 from gt4py_halo.compiled.graph import HostCode, add_host_tasklet
 from gt4py_halo.compiled.nodes import SELF
-from gt4py_halo.decomposition.cartesian import direction_box
+from gt4py_halo.decomposition.cartesian import direction_box, wrapped_box
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,37 +123,6 @@ def wrap_symbol(uid: str, d: int) -> str:
     """The symbol telling whether decomposed axis ``d`` of exchange ``uid`` wraps onto this
     rank (1: periodic and not split over ranks, both neighbours ``SELF``; else 0)."""
     return f"{uid}_wrap{d}"
-
-
-def wrapped_box(
-    owned: list[Any],
-    halo: tuple[tuple[int, int], ...],
-    toward: tuple[int, ...],
-    sending: bool,
-    wraps: list[Any],
-) -> list[tuple[Any, Any]]:
-    """The box of a message towards (from) ``toward`` given ``wraps`` (per decomposed axis, 1
-    where it wraps onto the rank itself, else 0; symbols): ``direction_box`` widened across the
-    halos of the axes that wrap (the sender copied them from its own cells first), and empty
-    where ``toward`` crosses such an axis (those cells come with the faces of the other axes,
-    or from the rank itself).
-
-    So a face across an axis split over ranks is whole planes where the axes beside it wrap:
-    one contiguous run per halo layer of a C-ordered field instead of one per row, and no
-    edge messages (``in_place.py``). Both ends of a message see the same ``wraps`` (a property
-    of the process grid) and the same extents along the axes that wrap (not split: every
-    rank holds all of them)."""
-    bounds = []
-    for (a, b), t, (lo, hi), w in zip(
-        direction_box(owned, halo, toward, sending), toward, halo, wraps
-    ):
-        if w == 0:
-            bounds.append((a, b))
-        elif t == 0:
-            bounds.append((a - lo * w, b + hi * w))
-        else:
-            bounds.append((a, a + (b - a) * (1 - w)))
-    return bounds
 
 
 def offset_symbol(arena: str, k: int) -> str:

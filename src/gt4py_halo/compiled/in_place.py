@@ -124,7 +124,7 @@ def box_runs(
     not 1). The merges' assumptions are ``Runs.dense``, to check at run time.
 
     Where the box depends on symbols of ``wraps`` (each 0 or 1 at run time: a box widened
-    across the axes that wrap, ``arenas.wrapped_box``), runs merge differently for each of
+    across the axes that wrap, ``cartesian.wrapped_box``), runs merge differently for each of
     their values: the runs are then those of every case, each length and extent the sum of
     the cases' weighted by the indicator of its case (the product of ``w`` or ``1 - w`` over
     the symbols), a case with fewer outer dimensions padded with extent 1; the merges that a

@@ -255,7 +255,7 @@ def _pack_code(arena: Arena, coordinates: list[str], j: int) -> str:
 def _coverage(axes: list[tuple[tuple[Any, Any], Any]], arena: Arena) -> str:
     """The run-time test that the map (``axes``: per field axis its parameter's range and
     offset) wrote every element of the arena's boxes, which it cannot where a box spans the
-    halo of an axis that wraps onto the rank (``arenas.wrapped_box``): the exchange copies
+    halo of an axis that wraps onto the rank (``cartesian.wrapped_box``): the exchange copies
     that halo after the map ran."""
     tests = [f"({w} == 0)" for w in arena.wraps]
     for segment in arena.segments:

@@ -13,6 +13,7 @@ message holding both strips.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -120,53 +121,71 @@ class CartesianDecomposition:
             coords.append(c)
         return self.rank_of(coords)
 
-    def _box(self, direction: tuple[int, ...], sending: bool) -> Box | None:
-        bounds = direction_box(self.owned_shape, self.halo, direction, sending)
-        if any(a == b for a, b in bounds):
-            return None
-        return Box(tuple(a for a, _ in bounds), tuple(b for _, b in bounds))
-
     def _build_plan(self) -> ExchangePlan:
-        sends: dict[int, list[tuple[tuple[int, ...], Box]]] = {}
-        recvs: dict[int, list[tuple[tuple[int, ...], Box]]] = {}
+        # an axis wraps onto the rank where it is periodic and not split: both neighbours
+        # across it are this rank
+        wraps = [int(p and n == 1) for p, n in zip(self.periodic, self.proc_grid)]
+        widened = functools.partial(wrapped_box, wraps=wraps)
+        plain: list[tuple[int, tuple[int, ...], Box | None, Box | None]] = []
+        wrapped = []
         directions = []
         for direction in exchange_directions(self.halo):
             peer = self._neighbour(direction)
             directions.append(Direction(direction, NO_RANK if peer is None else peer))
             if peer is None:
                 continue
-            # boxes ordered by where they lie at the receiver (its direction), the same on
-            # both sides: a receiver's halo row of corner, face and corner comes in order and
-            # is unpacked as one box (BoxRegion.coalesced)
-            send_box = self._box(direction, sending=True)
-            if send_box is not None:
-                receiver_direction = tuple(-d for d in direction)
-                sends.setdefault(peer, []).append((receiver_direction, send_box))
-            recv_box = self._box(direction, sending=False)
-            if recv_box is not None:
-                recvs.setdefault(peer, []).append((direction, recv_box))
-        neighbours = tuple(
-            NeighbourExchange(
-                rank=peer,
-                send=BoxRegion(tuple(box for _, box in sorted(sends.get(peer, [])))),
-                recv=BoxRegion(tuple(box for _, box in sorted(recvs.get(peer, [])))),
-            )
-            for peer in sorted(sends.keys() | recvs.keys())
-        )
+            plain.append((peer, direction, *self._boxes(direction_box, direction)))
+            if any(wraps) and peer != self.rank:
+                wrapped.append((peer, direction, *self._boxes(widened, direction)))
         return ExchangePlan(
             name="cartesian",
             rank=self.rank,
             comm_size=self.comm.Get_size(),
             local_shape=self.allocated_shape,
-            neighbours=neighbours,
+            neighbours=_by_peer(plain),
             directions=tuple(directions),
+            wrapped=_by_peer(wrapped),
         )
+
+    def _boxes(self, bounds: Any, direction: tuple[int, ...]) -> tuple[Box | None, Box | None]:
+        """The boxes sent towards and received from ``direction`` (None where empty), given
+        ``bounds`` (``direction_box`` or ``wrapped_box``)."""
+        found = []
+        for sending in (True, False):
+            box = bounds(self.owned_shape, self.halo, direction, sending)
+            empty = any(a == b for a, b in box)
+            found.append(None if empty else Box(tuple(a for a, _ in box), tuple(b for _, b in box)))
+        return found[0], found[1]
 
     def __repr__(self) -> str:
         return (
             f"CartesianDecomposition(global_shape={self.global_shape}, halo={self.halo}, "
             f"periodic={self.periodic}, proc_grid={self.proc_grid}, rank={self.rank})"
         )
+
+
+def _by_peer(
+    boxes: list[tuple[int, tuple[int, ...], Box | None, Box | None]],
+) -> tuple[NeighbourExchange, ...]:
+    """One ``NeighbourExchange`` per peer rank from (peer, direction, sent, received) boxes:
+    boxes ordered by where they lie at the receiver (its direction), the same on both sides,
+    so that a receiver's halo row of corner, face and corner comes in order and is unpacked as
+    one box (``BoxRegion.coalesced``)."""
+    sends: dict[int, list[tuple[tuple[int, ...], Box]]] = {}
+    recvs: dict[int, list[tuple[tuple[int, ...], Box]]] = {}
+    for peer, direction, sent, received in boxes:
+        if sent is not None:
+            sends.setdefault(peer, []).append((tuple(-d for d in direction), sent))
+        if received is not None:
+            recvs.setdefault(peer, []).append((direction, received))
+    return tuple(
+        NeighbourExchange(
+            rank=peer,
+            send=BoxRegion(tuple(box for _, box in sorted(sends.get(peer, [])))),
+            recv=BoxRegion(tuple(box for _, box in sorted(recvs.get(peer, [])))),
+        )
+        for peer in sorted(sends.keys() | recvs.keys())
+    )
 
 
 def exchange_directions(halo: Sequence[tuple[int, int]]) -> list[tuple[int, ...]]:
@@ -242,6 +261,37 @@ def direction_box(
             bounds.append((n, n + lo) if d > 0 else (lo, lo + hi))
         else:
             bounds.append((lo + n, lo + n + hi) if d > 0 else (0, lo))
+    return bounds
+
+
+def wrapped_box(
+    owned: Sequence[Any],
+    halo: Sequence[tuple[int, int]],
+    toward: Sequence[int],
+    sending: bool,
+    wraps: Sequence[Any],
+) -> list[tuple[Any, Any]]:
+    """The box of a message towards (from) ``toward`` given ``wraps`` (per decomposed axis, 1
+    where it wraps onto the rank itself, else 0; ints, or symbols in generated code):
+    ``direction_box`` widened across the halos of the axes that wrap (the sender copied them
+    from its own cells first), and empty where ``toward`` crosses such an axis (those cells
+    come with the faces of the other axes, or from the rank itself).
+
+    So a face across an axis split over ranks is whole planes where the axes beside it wrap:
+    one contiguous run per halo layer of a C-ordered field instead of one per row, and no
+    edge messages. Both ends of a message see the same ``wraps`` (a property of the process
+    grid) and the same extents along the axes that wrap (not split: every rank holds all of
+    them)."""
+    bounds = []
+    for (a, b), t, (lo, hi), w in zip(
+        direction_box(owned, halo, toward, sending), toward, halo, wraps
+    ):
+        if w == 0:
+            bounds.append((a, b))
+        elif t == 0:
+            bounds.append((a - lo * w, b + hi * w))
+        else:
+            bounds.append((a, a + (b - a) * (1 - w)))
     return bounds
 
 

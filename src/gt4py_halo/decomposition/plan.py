@@ -137,6 +137,12 @@ class ExchangePlan:
     beyond a non-periodic boundary): the same directions on all ranks, so code generated once
     serves every rank, with only the ranks passed in at run time. ``neighbours`` groups the
     same boxes by peer rank, one message per peer.
+
+    Where axes wrap onto the rank (periodic, not split over ranks), ``wrapped`` holds the
+    messages of an exchange that fills their halos from the rank's own cells first (the
+    rank's own ``neighbours`` entry) and only then packs: the other ranks' boxes widened
+    across those halos, none across those axes (``cartesian.wrapped_box``); a face is then
+    whole planes and carries its edges and corners. Empty where no axis wraps.
     """
 
     name: str
@@ -145,6 +151,7 @@ class ExchangePlan:
     local_shape: tuple[int, ...]
     neighbours: tuple[NeighbourExchange, ...]
     directions: tuple[Direction, ...] = ()
+    wrapped: tuple[NeighbourExchange, ...] = ()
 
     @property
     def remote_neighbours(self) -> tuple[NeighbourExchange, ...]:
@@ -176,6 +183,11 @@ def signature(specs: Sequence[FieldSpec], dim: str | None = None) -> bytes:
 #: not packed. Each message costs MPI a rendezvous (about 5 us here); a run of 32 KiB takes
 #: about as long to pack and unpack.
 IN_PLACE_MIN_BYTES = 32 * 1024
+
+#: The same for the runtime ``mpi`` transport, which posts each run through mpi4py, a request
+#: per run and exchange: a face of 34 KiB took it longer in place than packed (the compiled
+#: exchange, whose runs are posted from C with its other messages, gains from 32 KiB on).
+RUNTIME_IN_PLACE_MIN_BYTES = 64 * 1024
 
 #: At most this many runs per box and field travel in place.
 MAX_RUNS = 16

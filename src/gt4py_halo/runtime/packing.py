@@ -30,8 +30,8 @@ import numpy as np
 
 from gt4py_halo import _native
 from gt4py_halo.decomposition.plan import (
-    IN_PLACE_MIN_BYTES,
     MAX_RUNS,
+    RUNTIME_IN_PLACE_MIN_BYTES,
     Box,
     BoxRegion,
     ExchangePlan,
@@ -227,12 +227,14 @@ def in_place_boxes(
     region: Region, local_shape: Sequence[int], specs: Sequence[FieldSpec]
 ) -> tuple[Box, ...]:
     """The boxes of ``region`` (none of an index list) whose runs (``run_axes``) are, for
-    every field of ``specs``, at least ``IN_PLACE_MIN_BYTES`` long and at most ``MAX_RUNS``.
+    every field of ``specs``, at least ``RUNTIME_IN_PLACE_MIN_BYTES`` long and at most
+    ``MAX_RUNS``.
 
     The rule reads a box's shape and which axes it covers whole: a box sent and the box it
-    fills on the receiver have the same shape, and an axis without halo has the same extent on
-    the two ranks (cartesian blocks form a grid: ranks on both sides of a face, edge or corner
-    share the block extents of the axes the direction does not cross). So both sides cut a
+    fills on the receiver have the same shape, and an axis without halo or wrapping onto the
+    rank (``ExchangePlan.wrapped``) has the same extent on the two ranks (cartesian blocks
+    form a grid: ranks on both sides of a face, edge or corner share the block extents of the
+    axes the direction does not cross). So both sides cut a
     box into the same messages, whatever each one's strides. It is the rule of the compiled
     exchanges (``compiled/in_place.py``, which evaluates it on symbolic descriptors inside
     generated code), here on the plan's boxes, without DaCe or SymPy in the runtime."""
@@ -243,7 +245,7 @@ def in_place_boxes(
         shape = (*box.shape, *spec.level_shape)
         k = run_axes(box, local_shape, spec.level_shape)
         length = math.prod(shape[k:]) * spec.dtype.itemsize
-        return length >= IN_PLACE_MIN_BYTES and math.prod(shape[:k]) <= MAX_RUNS
+        return length >= RUNTIME_IN_PLACE_MIN_BYTES and math.prod(shape[:k]) <= MAX_RUNS
 
     return tuple(box for box in region.boxes if all(runs_qualify(box, s) for s in specs))
 
@@ -271,6 +273,11 @@ class Messages:
     it: its copies go from owned cells straight to the halo, and may run while the messages
     are in flight.
 
+    With ``wrapped`` (a transport that makes the copies to the rank itself first, before it
+    packs: ``mpi``) the messages are the plan's ``wrapped`` ones where it has them: faces
+    widened across the halos of the axes that wrap onto the rank, which those copies fill
+    (``self_first``).
+
     With ``runs`` (a transport that sends them: ``mpi``) the boxes of host fields whose runs
     are long (``in_place_boxes``) travel as messages of their own, one per run, not in the
     buffers (``runs``: per neighbour rank, the boxes sent and received so; ``bind_runs``), and
@@ -285,6 +292,7 @@ class Messages:
         xp: ModuleType,
         trailer: bytes = b"",
         runs: bool = False,
+        wrapped: bool = False,
     ) -> None:
         self._xp = xp
         self._specs = tuple(specs)
@@ -293,11 +301,12 @@ class Messages:
         self.recvs: list[tuple[int, MessageBuffer]] = []
         #: per neighbour rank with runs either way: (rank, boxes sent as runs, boxes received)
         self.runs: list[tuple[int, tuple[Box, ...], tuple[Box, ...]]] = []
-        self._self_regions: list[tuple[Region, Region]] = []
-        for neighbour in plan.neighbours:
-            if neighbour.rank == plan.rank:
-                self._self_regions.append((neighbour.send, neighbour.recv))
-                continue
+        #: whether the copies to the rank itself must run before the packing (they fill
+        #: halos that the messages carry)
+        self.self_first = wrapped and bool(plan.wrapped)
+        self._self_regions = [(n.send, n.recv) for n in plan.neighbours if n.rank == plan.rank]
+        remote = plan.wrapped if self.self_first else plan.remote_neighbours
+        for neighbour in remote:
             send, recv, header = neighbour.send, neighbour.recv, b""
             if runs:
                 sent = got = ()

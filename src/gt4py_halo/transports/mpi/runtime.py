@@ -5,6 +5,10 @@ one receive buffer per neighbour, sized and laid out by the plan, and one persis
 ``MPI_Send_init`` / ``MPI_Recv_init`` request per message. An exchange then only starts the
 receives, packs, starts the sends, waits and unpacks: no allocation, no request setup.
 
+Where axes wrap onto the rank (periodic, not split), the exchange first fills their halos
+from the rank's own cells, then sends faces widened across them (the plan's ``wrapped``
+messages): whole planes, edges and corners in them, no edge messages.
+
 Boxes of host fields whose runs are long (a face across the outermost cut axis of C-ordered
 fields: ``packing.in_place_boxes``) are not packed: each run is a message of its own, from
 the sender's field into the receiver's halo where each side's layout makes it contiguous
@@ -170,7 +174,9 @@ class MessageSet:
     holding its fields and slot until ``wait``.
 
     An exchange's phases run in C (``_native.Persistent``): starting the receives, packing,
-    starting the sends and the copies to this rank's own halo in one call; waiting for the
+    starting the sends and the copies to this rank's own halo in one call (those copies
+    before the packing where axes wrap onto the rank: the messages carry the halos they fill,
+    ``Messages(wrapped=True)``); waiting for the
     receives, checking what arrived and unpacking in another; on a small halo the Python calls
     around MPI cost more than the messages. mpi4py's requests share their handles: they test,
     free, and diagnose a message that was not as expected."""
@@ -188,7 +194,7 @@ class MessageSet:
         self._release = release  # frees its slot
         self._comm = comm
         self._signature = signature(specs, plan.name)  # (the trailer: the dim included)
-        self._messages = Messages(plan, specs, xp, self._signature, runs=True)
+        self._messages = Messages(plan, specs, xp, self._signature, runs=True, wrapped=True)
         #: the runs of the exchange in flight on this set, if it has any (``RunMessages``)
         self.runs_in_flight: RunMessages | None = None
         self._tags = comm.Get_attr(MPI.TAG_UB) - TAG  # the tags of runs: TAG + 1 on
@@ -239,6 +245,7 @@ class MessageSet:
             }
         }
         self._unpack: list = []  # the copies of the exchange in flight
+        self._self_copies = 0  # how many copies to itself lead the packing (``bind``)
         #: the receives' statuses and whether one was truncated, if ``test`` completed them
         self._arrived: tuple[list[MPI.Status], bool] | None = None
         self._arrays: Sequence[Any] = ()  # its fields: the copies' views do not hold them
@@ -288,6 +295,9 @@ class MessageSet:
         bound = kept.get(self)
         if bound is None:
             bound, unowned = self._messages.bind(arrays)
+            if self._messages.self_first:  # the messages carry halos these copies fill
+                self._self_copies = len(bound[2])  # (as many for every binding)
+                bound = (bound[2] + bound[0], bound[1], [])
             if self._messages.runs:
                 runs = RunMessages(self._comm, self._messages.bind_runs(arrays), self)
                 bound = (bound[0], [runs.finish, *bound[1]], [runs.start, *bound[2]])
@@ -310,6 +320,11 @@ class MessageSet:
         t = rec.now()
         self._requests.post_receives()
         t = rec.event("post", t, self._received)
+        if self._messages.self_first:  # (``bind`` put them before the packing)
+            first, pack = pack[: self._self_copies], pack[self._self_copies :]
+            for copy in first:
+                copy()
+            t = rec.event("self-copies", t, {"copies": len(first)})
         for copy in pack:
             copy()
         t = rec.event("pack", t, self._sent)
@@ -319,9 +334,10 @@ class MessageSet:
             local[0]()
             t = rec.event("post", t, self._runs)
             local = local[1:]
-        for copy in local:
-            copy()
-        rec.event("self-copies", t, {"copies": len(local)})
+        if not self._messages.self_first:
+            for copy in local:
+                copy()
+            rec.event("self-copies", t, {"copies": len(local)})
         self._unpack, self._arrays = unpack, arrays
         UNFINISHED[self] = ()
 

@@ -86,7 +86,7 @@ class _NcclLowering(ArenaLowering):
         size = arena.dtype.bytes
         at = f"(size_t)({symstr(segment.offset, cpp_mode=True)}) * {size}"
         count = f"(size_t)({symstr(len(arena.fields) * segment.size, cpp_mode=True)}) * {size}"
-        # a box the axes that wrap emptied (arenas.wrapped_box) is empty on both sides: no call
+        # a box the axes that wrap emptied (cartesian.wrapped_box) is empty on both sides: no call
         return (
             f"if (peers[{k}] >= 0 && {count} > 0) GT4PY_HALO_NCCL({call}("
             f"(char*)_{arena.name} + {at}, {count}, ncclUint8, peers[{k}], "
