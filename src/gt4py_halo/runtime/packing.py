@@ -234,10 +234,10 @@ def in_place_boxes(
     fills on the receiver have the same shape, and an axis without halo or wrapping onto the
     rank (``ExchangePlan.wrapped``) has the same extent on the two ranks (cartesian blocks
     form a grid: ranks on both sides of a face, edge or corner share the block extents of the
-    axes the direction does not cross). So both sides cut a
-    box into the same messages, whatever each one's strides. It is the rule of the compiled
-    exchanges (``compiled/in_place.py``, which evaluates it on symbolic descriptors inside
-    generated code), here on the plan's boxes, without DaCe or SymPy in the runtime."""
+    axes the direction does not cross). So both sides cut a box into the same messages,
+    whatever each one's strides. It is the rule of the compiled exchanges
+    (``compiled/in_place.py``, which evaluates it on symbolic descriptors inside generated
+    code), here on the plan's boxes, without DaCe or SymPy in the runtime."""
     if not isinstance(region, BoxRegion):
         return ()
 
