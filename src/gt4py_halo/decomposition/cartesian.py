@@ -18,7 +18,7 @@ import itertools
 import math
 import numbers
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -147,7 +147,9 @@ class CartesianDecomposition:
             wrapped=_by_peer(wrapped),
         )
 
-    def _boxes(self, bounds: Any, direction: tuple[int, ...]) -> tuple[Box | None, Box | None]:
+    def _boxes(
+        self, bounds: Callable[..., list[tuple[int, int]]], direction: tuple[int, ...]
+    ) -> tuple[Box | None, Box | None]:
         """The boxes sent towards and received from ``direction`` (None where empty), given
         ``bounds`` (``direction_box`` or ``wrapped_box``)."""
         found = []

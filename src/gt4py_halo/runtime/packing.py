@@ -237,7 +237,8 @@ def in_place_boxes(
     axes the direction does not cross). So both sides cut a box into the same messages,
     whatever each one's strides. It is the rule of the compiled exchanges
     (``compiled/in_place.py``, which evaluates it on symbolic descriptors inside generated
-    code), here on the plan's boxes, without DaCe or SymPy in the runtime."""
+    code), here on the plan's boxes, without DaCe or SymPy in the runtime, and with the
+    runtime's own threshold (it posts each run from Python)."""
     if not isinstance(region, BoxRegion):
         return ()
 

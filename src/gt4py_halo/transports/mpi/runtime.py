@@ -178,8 +178,8 @@ class MessageSet:
     before the packing where axes wrap onto the rank: the messages carry the halos they fill,
     ``Messages(wrapped=True)``); waiting for the receives, checking what arrived and
     unpacking in another; on a small halo the Python calls around MPI cost more than the
-    messages. mpi4py's requests share their handles: they test,
-    free, and diagnose a message that was not as expected."""
+    messages. mpi4py's requests share their handles: they test, free, and diagnose a message
+    that was not as expected."""
 
     def __init__(
         self,
