@@ -163,21 +163,12 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
         "|---|---|---|---|",
     ]
     for n, found in devito.items():
-        ours, theirs = overheads(found)
+        ours, theirs = found["overhead"]["ours"], found["overhead"]["devito"]
         lines.append(
             f"| {n}x{n} | {fmt(ours)} ({found['mine']}) | {fmt(theirs)} ({found['best']}) "
             f"| {ours / theirs:.2f}x |"
         )
     return "\n".join([*lines, "", END])
-
-
-def overheads(found: dict) -> tuple[float, float]:
-    """Seconds of exchange overhead per step of ours and of Devito, each in its best mode."""
-    ours, dv = found["ours"], found["devito"]
-    return (
-        ours[found["mine"]] - ours["no exchange"],
-        dv[found["best"]] - dv["no exchange"],
-    )
 
 
 def plot(limits: dict, exchange: dict, devito: dict, path: Path) -> None:
@@ -214,7 +205,7 @@ def plot(limits: dict, exchange: dict, devito: dict, path: Path) -> None:
     left.legend(fontsize=8, ncols=2)
     left.set_title("Halo exchange: ours (solid) against peers (hatched) and the limit")
     sizes = list(devito)
-    ours, theirs = ([1e6 * overheads(f)[k] for f in devito.values()] for k in (0, 1))
+    ours, theirs = ([1e6 * f["overhead"][k] for f in devito.values()] for k in ("ours", "devito"))
     xs = range(len(sizes))
     right.bar([x - 0.2 for x in xs], ours, 0.4, label="ours compiled (best mode)", color=colors(0))
     right.bar([x + 0.2 for x in xs], theirs, 0.4, label="Devito (best mode)", color="grey")

@@ -12,7 +12,10 @@ without one (the lower bound: the computation alone on the rank's block).
   same ``@gh.program`` without the two exchanges. Ours in two modes, as Devito's: the
   exchange before the stencil (``blocking``), and ``overlapped``: the exchange started, the
   rows that read no halo computed while the messages travel, the exchange finished, the two
-  rows beside the cut computed (three stencil calls instead of one; the same bits).
+  rows beside the cut computed (three stencil calls instead of one; the same bits). And
+  ``looped``: the blocking steps with the time loop inside the ``@gh.program`` (``for _ in
+  range(count)``, the count an argument), one call for all of a run's steps as Devito's
+  ``apply`` makes; without exchange: the same loop without the exchanges.
 - Devito (4.8.23, C without OpenMP, in a venv of its own: it pins another NumPy): an
   ``Operator`` of ``Eq(u.forward, u + 0.2 * u.laplace)`` on the 2-rank grid, built in each
   MPI mode below (``configuration['mpi']``, what ``DEVITO_MPI`` sets), applied for a number of
@@ -45,7 +48,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 MODES = ("basic", "diag", "diag2", "full")
-OUR_MODES = ("blocking", "overlapped")
+OUR_MODES = ("blocking", "overlapped", "looped")
+#: what each mode of ours is compared with: the same calls without the exchanges
+WITHOUT = {"blocking": "no exchange", "overlapped": "no exchange", "looped": "looped, no exchange"}
 SIZES = (32, 256)
 #: steps per sample (the short run; the long one has twice as many), by grid size
 STEPS = {32: 2000, 256: 200}
@@ -125,6 +130,20 @@ def ours(n: int, steps: int, repeats: int) -> dict:
         diffusion(v, u, a1, i1, j0, j1)
 
     @gh.program
+    def looped(u, v, i0, i1, j0, j1, count):
+        for _ in range(count):
+            ex.exchange(u)
+            diffusion(u, v, i0, i1, j0, j1)
+            ex.exchange(v)
+            diffusion(v, u, i0, i1, j0, j1)
+
+    @gh.program
+    def looped_without_exchange(u, v, i0, i1, j0, j1, count):
+        for _ in range(count):
+            diffusion(u, v, i0, i1, j0, j1)
+            diffusion(v, u, i0, i1, j0, j1)
+
+    @gh.program
     def exchange_alone(u, v, i0, i1, j0, j1):
         ex.exchange(u)
         ex.exchange(v)
@@ -149,6 +168,11 @@ def ours(n: int, steps: int, repeats: int) -> dict:
         step_overlapped(w, x, *bounds, *inner)
     if not np.array_equal(w.asnumpy()[d.owned], u.asnumpy()[d.owned]):
         raise SystemExit(f"rank {comm.rank}: the overlapped step computed another result")
+    w, x = gtx.as_field([demo.I, demo.J], u0), gtx.as_field([demo.I, demo.J], 0 * u0)
+    looped(w, x, *bounds, gtx.int32(CHECK_STEPS // 2))
+    if not np.array_equal(w.asnumpy()[d.owned], u.asnumpy()[d.owned]):
+        raise SystemExit(f"rank {comm.rank}: the looped step computed another result")
+    looped_without_exchange(u, v, *bounds, gtx.int32(1))
     step_without_exchange(u, v, *bounds)  # built before timing
     exchange_alone(u, v, *bounds)
 
@@ -159,12 +183,20 @@ def ours(n: int, steps: int, repeats: int) -> dict:
 
         return run
 
+    def in_one_call(program):
+        def run(k: int) -> None:
+            program(u, v, *bounds, gtx.int32(k // 2))
+
+        return run
+
     times = sampled(
         comm,
         {
             "blocking": runner(step),
             "overlapped": runner(step_overlapped, *inner),
+            "looped": in_one_call(looped),
             "no exchange": runner(step_without_exchange),
+            "looped, no exchange": in_one_call(looped_without_exchange),
             "exchange alone": runner(exchange_alone),
         },
         steps,
@@ -275,23 +307,34 @@ def main() -> None:
         sums = [run["checksum"] for runs in found[n].values() for run in runs]
         if not np.allclose(sums, sums[0], rtol=1e-12, atol=0):
             raise SystemExit(f"{n}x{n}: the two do not compute the same step: {sums}")
-        ours = {m: med["ours"][m] - med["ours"]["no exchange"] for m in OUR_MODES}
+        ours = {m: med["ours"][m] - med["ours"][WITHOUT[m]] for m in OUR_MODES}
         overheads = {m: med["devito"][m] - med["devito"]["no exchange"] for m in MODES}
         mine, best = min(ours, key=ours.get), min(overheads, key=overheads.get)
-        results[n] = {"ours": med["ours"], "devito": med["devito"], "best": best, "mine": mine}
+        results[n] = {
+            "ours": med["ours"],
+            "devito": med["devito"],
+            "best": best,
+            "mine": mine,
+            "overhead": {"ours": ours[mine], "devito": overheads[best]},
+        }
         print(
             f"| {n}x{n} | {us(med['ours'][mine])} ({mine}) | {us(ours[mine])} "
             f"| {us(med['devito'][best])} ({best}) | {us(overheads[best])} "
             f"| {ours[mine] / overheads[best]:.2f}x |"
         )
-    for side, modes in (("ours", OUR_MODES), ("devito", MODES)):
+    for side, modes, without in (
+        ("ours", OUR_MODES, WITHOUT),
+        ("devito", MODES, dict.fromkeys(MODES, "no exchange")),
+    ):
+        bases = list(dict.fromkeys(without.values()))
         print(f"\n{side} per mode, time per step (exchange overhead):\n")
-        print("| grid | " + " | ".join(modes) + " | no exchange |")
-        print("|---|" + "---|" * (len(modes) + 1))
+        print("| grid | " + " | ".join([*modes, *bases]) + " |")
+        print("|---|" + "---|" * (len(modes) + len(bases)))
         for n in sizes:
             t = results[n][side]
-            cells = [f"{us(t[m])} ({us(t[m] - t['no exchange'])})" for m in modes]
-            print(f"| {n}x{n} | " + " | ".join(cells) + f" | {us(t['no exchange'])} |")
+            cells = [f"{us(t[m])} ({us(t[m] - t[without[m]])})" for m in modes]
+            cells += [us(t[b]) for b in bases]
+            print(f"| {n}x{n} | " + " | ".join(cells) + " |")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 
