@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import statistics
@@ -48,9 +49,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 MODES = ("basic", "diag", "diag2", "full")
-OUR_MODES = ("blocking", "overlapped", "looped")
-#: what each mode of ours is compared with: the same calls without the exchanges
+#: our modes, each with what it is compared with: the same calls without the exchanges
 WITHOUT = {"blocking": "no exchange", "overlapped": "no exchange", "looped": "looped, no exchange"}
+OUR_MODES = tuple(WITHOUT)
 SIZES = (32, 256)
 #: steps per sample (the short run; the long one has twice as many), by grid size
 STEPS = {32: 2000, 256: 200}
@@ -158,49 +159,44 @@ def ours(n: int, steps: int, repeats: int) -> dict:
     u0 = np.zeros(d.allocated_shape)
     u0[d.owned] = initial(i, j)
     inner = [gtx.int32(d.owned[0].start + 1), gtx.int32(d.owned[0].stop - 1)]
-    u, v = gtx.as_field([demo.I, demo.J], u0), gtx.as_field([demo.I, demo.J], 0 * u0)
-    for _ in range(CHECK_STEPS // 2):
-        step(u, v, *bounds)
-    checksum = comm.allreduce(float((u.asnumpy()[d.owned] ** 2).sum()))
-    # the overlapped step computes the same step: the same bits
-    w, x = gtx.as_field([demo.I, demo.J], u0), gtx.as_field([demo.I, demo.J], 0 * u0)
-    for _ in range(CHECK_STEPS // 2):
-        step_overlapped(w, x, *bounds, *inner)
-    if not np.array_equal(w.asnumpy()[d.owned], u.asnumpy()[d.owned]):
-        raise SystemExit(f"rank {comm.rank}: the overlapped step computed another result")
-    w, x = gtx.as_field([demo.I, demo.J], u0), gtx.as_field([demo.I, demo.J], 0 * u0)
-    looped(w, x, *bounds, gtx.int32(CHECK_STEPS // 2))
-    if not np.array_equal(w.asnumpy()[d.owned], u.asnumpy()[d.owned]):
-        raise SystemExit(f"rank {comm.rank}: the looped step computed another result")
-    looped_without_exchange(u, v, *bounds, gtx.int32(1))
-    step_without_exchange(u, v, *bounds)  # built before timing
-    exchange_alone(u, v, *bounds)
 
-    def runner(program, *extra):
-        def run(k: int) -> None:
+    def fresh() -> tuple:
+        return gtx.as_field([demo.I, demo.J], u0), gtx.as_field([demo.I, demo.J], 0 * u0)
+
+    def runner(program, *extra):  # k steps, two per call
+        def run(k: int, a, b) -> None:
             for _ in range(k // 2):
-                program(u, v, *bounds, *extra)
+                program(a, b, *bounds, *extra)
 
         return run
 
-    def in_one_call(program):
-        def run(k: int) -> None:
-            program(u, v, *bounds, gtx.int32(k // 2))
+    def in_one_call(program):  # k steps in one call
+        def run(k: int, a, b) -> None:
+            program(a, b, *bounds, gtx.int32(k // 2))
 
         return run
+
+    runs = {
+        "blocking": runner(step),
+        "overlapped": runner(step_overlapped, *inner),
+        "looped": in_one_call(looped),
+        "no exchange": runner(step_without_exchange),
+        "looped, no exchange": in_one_call(looped_without_exchange),
+        "exchange alone": runner(exchange_alone),
+    }
+    u, v = fresh()
+    runs["blocking"](CHECK_STEPS, u, v)
+    checksum = comm.allreduce(float((u.asnumpy()[d.owned] ** 2).sum()))
+    for mode in ("overlapped", "looped"):  # the same steps: the same bits
+        w, x = fresh()
+        runs[mode](CHECK_STEPS, w, x)
+        if not np.array_equal(w.asnumpy()[d.owned], u.asnumpy()[d.owned]):
+            raise SystemExit(f"rank {comm.rank}: the {mode} step computed another result")
+    for mode in ("no exchange", "looped, no exchange", "exchange alone"):  # built before timing
+        runs[mode](2, u, v)
 
     times = sampled(
-        comm,
-        {
-            "blocking": runner(step),
-            "overlapped": runner(step_overlapped, *inner),
-            "looped": in_one_call(looped),
-            "no exchange": runner(step_without_exchange),
-            "looped, no exchange": in_one_call(looped_without_exchange),
-            "exchange alone": runner(exchange_alone),
-        },
-        steps,
-        repeats,
+        comm, {mode: functools.partial(run, a=u, b=v) for mode, run in runs.items()}, steps, repeats
     )
     return {"checksum": checksum, **times}
 
