@@ -14,7 +14,7 @@ from gt4py_halo.gt4py_support import quiet_library_reloads, use_compile_threads
 use_compile_threads()
 quiet_library_reloads()
 
-from gt4py_halo.allocation import staggered_allocator
+from gt4py_halo.allocation import shared_allocator, staggered_allocator
 from gt4py_halo.annotations import auto_exchange, halo
 from gt4py_halo.decomposition.cartesian import CartesianDecomposition
 from gt4py_halo.decomposition.plan import ExchangePlan, FieldSpec, NeighbourExchange
@@ -74,6 +74,7 @@ __all__ = [
     "make_exchange",
     "profile",
     "program",
+    "shared_allocator",
     "staggered_allocator",
 ]
 

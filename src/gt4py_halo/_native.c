@@ -46,6 +46,16 @@
    (owner, address of the step's count of calls, the step's number, slot addresses), from
    gt4py_halo/compiled/stamps.py; owner keeps the memory alive).
 
+   5. flag(address, op, value), flags_reached(pairs, seconds): the flags of the 'shm'
+   transport (gt4py_halo/transports/shm/runtime.py), int64 words in a node's shared memory
+   that other processes read and write: flag stores value with release order (op 0), adds it
+   atomically (op 1) or loads with acquire order (op 2, value unused), so that what a rank
+   wrote before a store or add is seen by a rank that then loads it. flags_reached waits until
+   each word of pairs (a C-contiguous int64 buffer of address, target pairs) holds at least
+   its target, yielding the core between looks (ranks may share cores) and the GIL meanwhile;
+   false if seconds passed first (the caller says that it waits, and waits again). The
+   addresses are the transport's own control words, inside a shared window it keeps.
+
    4. Persistent(...): the persistent MPI requests of a message set (gt4py_halo/transports/
    mpi/runtime.py), started and completed with the copies between them in one call per phase:
    on a small halo the Python calls around MPI (mpi4py's, the copies', the checks of what
@@ -91,6 +101,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <structmember.h>
@@ -1515,6 +1526,60 @@ static PyObject *arrays(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return list;
 }
 
+
+static PyObject *flag(PyObject *self, PyObject *args) {
+    unsigned long long address;
+    int op;
+    long long value;
+    if (!PyArg_ParseTuple(args, "KiL", &address, &op, &value)) return NULL;
+    int64_t *word = (int64_t *)(uintptr_t)address;
+    if (op == 0) {
+        __atomic_store_n(word, (int64_t)value, __ATOMIC_RELEASE);
+        Py_RETURN_NONE;
+    }
+    if (op == 1) return PyLong_FromLongLong(__atomic_add_fetch(word, (int64_t)value, __ATOMIC_ACQ_REL));
+    if (op == 2) return PyLong_FromLongLong(__atomic_load_n(word, __ATOMIC_ACQUIRE));
+    PyErr_SetString(PyExc_ValueError, "flag(address, op, value): op 0 (store), 1 (add), 2 (load)");
+    return NULL;
+}
+
+static PyObject *flags_reached(PyObject *self, PyObject *args) {
+    Py_buffer pairs;
+    double seconds;
+    if (!PyArg_ParseTuple(args, "y*d", &pairs, &seconds)) return NULL;
+    if (pairs.len % (2 * sizeof(int64_t)) != 0) {
+        PyBuffer_Release(&pairs);
+        PyErr_SetString(PyExc_ValueError, "flags_reached(pairs, seconds): int64 pairs");
+        return NULL;
+    }
+    const int64_t *words = pairs.buf;
+    Py_ssize_t n = pairs.len / (2 * (Py_ssize_t)sizeof(int64_t));
+    int reached = 0;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double end = now.tv_sec + 1e-9 * now.tv_nsec + seconds;
+    Py_ssize_t i = 0;
+    for (unsigned long looks = 0;; ++looks) {
+        while (i < n && __atomic_load_n((int64_t *)(uintptr_t)words[2 * i], __ATOMIC_ACQUIRE) >=
+                            words[2 * i + 1])
+            ++i;
+        if (i == n) {
+            reached = 1;
+            break;
+        }
+        if (seconds <= 0) break;
+        if (looks % 1024 == 1023) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec + 1e-9 * now.tv_nsec >= end) break;
+        }
+        sched_yield();
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&pairs);
+    return PyBool_FromLong(reached);
+}
+
 static PyMethodDef methods[] = {
     {"run", run, METH_O, "Run a program of block copies (see the module's source)."},
     {"identities", (PyCFunction)(void (*)(void))identities, METH_FASTCALL,
@@ -1533,6 +1598,12 @@ static PyMethodDef methods[] = {
     {"arrays", (PyCFunction)(void (*)(void))arrays, METH_FASTCALL,
      "arrays(fields, ndarray, as_array): [f if type(f) is ndarray else as_array(f, i) for i, f "
      "in enumerate(fields)]."},
+    {"flag", flag, METH_VARARGS,
+     "flag(address, op, value): store (op 0, release), add (1) or load (2, acquire) an int64 "
+     "shared with other processes; the add and load return the word's value."},
+    {"flags_reached", flags_reached, METH_VARARGS,
+     "flags_reached(pairs, seconds): wait until each int64 at pairs' addresses reaches its "
+     "target; false if seconds passed first."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,467 @@
+"""The ``shm`` transport: halos copied straight from the neighbours' fields, no messages.
+
+Ranks of one node can read each other's memory where it lies in an MPI shared window. Fields
+allocated with ``gh.shared_allocator`` do (``allocation.SharedPool``), so a rank writes its
+halo from its neighbours' owned cells in one copy per box: no packing, no message, no
+unpacking. MPI's own path on a node copies every byte at least once more (a kernel copy
+across processes, or two through a shared buffer); ``docs/benchmarks.md`` ("Beyond MPI on
+one node") has the measurement that led here.
+
+Ranks meet through control records in a window of the transport's own: per rank ``SLOTS``
+records, exchange ``k`` (the rank's count of starts: ranks must start their exchanges in
+the same order, as for MPI) in record ``k % SLOTS``. ``start`` fills the rank's own periodic
+halos, then publishes what its fields are (the signature of their kind, and per field its
+pool, offset, shape and strides) and, last, the exchange's number. ``finish`` waits for each
+neighbour's record of that number, checks it against its own (the same kind of fields,
+shapes that hold the boxes it reads), copies the neighbours' owned cells into its halos,
+counts itself as a reader on each neighbour's record, and waits until its own readers have
+all counted themselves: only then may its owned cells change. While it waits for its
+readers it also reads for its other exchanges in flight, so that ranks that finish their
+exchanges in different orders do not wait for each other. A rank whose neighbour's fields
+are not what it expects copies nothing from anyone, still counts itself on every record it
+read (no rank is left waiting) and raises ``RanksDisagreeError``.
+
+The plans' send regions are exchanged once, when the transport is made (collectively): a
+rank reads its neighbour's cells in the neighbour's own indices. One node only: ranks on
+other nodes cannot map each other's memory (``BackendUnavailableError`` on every rank).
+Host (NumPy) fields only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from gt4py_halo import _native, build_once, profiling
+from gt4py_halo.allocation import SharedPool
+from gt4py_halo.decomposition.plan import (
+    BoxRegion,
+    ExchangePlan,
+    FieldSpec,
+    Region,
+    segment_offsets,
+    signature,
+)
+from gt4py_halo.errors import BackendError, BackendUnavailableError, FieldError, RanksDisagreeError
+from gt4py_halo.runtime.agreement import described, report_wait
+from gt4py_halo.runtime.identity_cache import unowned_view
+from gt4py_halo.runtime.in_flight import UNFINISHED
+from gt4py_halo.runtime.packing import Block, _region_views, _segment, block_copies, self_blocks
+
+#: Exchanges a rank may have in flight at once (its control records).
+SLOTS = 16
+#: Fields one exchange may hold, axes one field may have (the size of a control record).
+MAX_FIELDS = 64
+MAX_AXES = 6
+# a record: the exchange's number + 1 (0: none yet), its readers' count (cumulative over the
+# record's uses), the fields' signature, how many fields; then per field its pool's number,
+# its offset in this rank's part of the pool, ndim, shape and strides (MAX_AXES each)
+_NUMBER, _READS, _SIGNATURE, _COUNT, _HEAD = 0, 1, 2, 3, 4
+_FIELD = 3 + 2 * MAX_AXES
+_RECORD = _HEAD + MAX_FIELDS * _FIELD
+#: Seconds of one wait in C between looks from Python (another exchange's reads, a report).
+_LOOK_S = 0.001
+
+
+class ShmTransport:
+    """Moves halos by copying from the neighbours' fields in a node's shared memory."""
+
+    #: Each record carries its fields' signature, checked by its readers.
+    checks_each_message = True
+
+    def __init__(self, decomposition: Any) -> None:
+        comm = decomposition.comm
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+        sizes = comm.allgather(node.Get_size())
+        if any(size != comm.Get_size() for size in sizes):
+            raise BackendUnavailableError(
+                f"the 'shm' backend exchanges between ranks of one node only; the "
+                f"{comm.Get_size()} ranks are on several (ranks per node: {sorted(set(sizes))}): "
+                "use 'mpi' or 'ghex'"
+            )
+        self._comm, self.rank = comm, comm.Get_rank()
+        self._window = MPI.Win.Allocate_shared(SLOTS * _RECORD * 8, 8, comm=node)
+        self._records = [
+            np.frombuffer(self._window.Shared_query(r)[0], np.int64).reshape(SLOTS, _RECORD)
+            for r in range(node.Get_size())
+        ]
+        self._records[self.rank][:] = 0
+        node.Free()
+        #: per plan name and neighbour rank, the cells it sends this rank, in its indices
+        self.sources = _sources(comm, decomposition)
+        self._started = 0  # exchanges started (numbered alike on every rank)
+        #: per slot, the count of reads its record must reach before its fields may change
+        self._expected_reads = [0] * SLOTS
+        #: exchanges started and not finished, by slot
+        self.in_flight: dict[int, PendingShmExchange] = {}
+        comm.Barrier()  # every record zeroed before any is read
+
+    @classmethod
+    def for_decomposition(cls, decomposition: Any) -> ShmTransport:
+        return cls(decomposition)
+
+    def prepare(
+        self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
+    ) -> PreparedShmExchange:
+        return PreparedShmExchange(self, plan, arrays, specs)
+
+    def record(self, rank: int, slot: int) -> np.ndarray:
+        return self._records[rank][slot]
+
+    def next_number(self) -> tuple[int, int]:
+        """The number and slot of the exchange starting now."""
+        number = self._started
+        slot = number % SLOTS
+        if slot in self.in_flight:
+            raise BackendError(
+                f"the 'shm' backend keeps at most {SLOTS} exchanges in flight per rank; finish "
+                "one before starting another"
+            )
+        self._started += 1
+        return number, slot
+
+
+def _sources(comm: MPI.Comm, decomposition: Any) -> dict[str, dict[int, Region]]:
+    """Per plan of ``decomposition`` and neighbour rank, the region that rank sends this one
+    (in its own indices): every rank's plans' send regions, to their receivers."""
+    dims = getattr(decomposition, "dims", None) or (None,)
+    outgoing: list[dict[str, Region]] = [{} for _ in range(comm.Get_size())]
+    for dim in dims:
+        plan = decomposition.plan(dim)
+        for neighbour in plan.remote_neighbours:
+            outgoing[neighbour.rank][plan.name] = neighbour.send
+    sources: dict[str, dict[int, Region]] = {}
+    for rank, regions in enumerate(comm.alltoall(outgoing)):
+        for name, region in regions.items():
+            sources.setdefault(name, {})[rank] = region
+    return sources
+
+
+def _words(plan: ExchangePlan, arrays: Sequence[Any], comm: MPI.Comm) -> np.ndarray:
+    """What a record says of ``arrays`` (``_FIELD`` words each); a ``FieldError`` where one
+    cannot be read by the other ranks."""
+    if len(arrays) > MAX_FIELDS:
+        raise FieldError(
+            f"the 'shm' backend exchanges at most {MAX_FIELDS} fields per call, {len(arrays)} given"
+        )
+    words = np.zeros((len(arrays), _FIELD), np.int64)
+    for i, array in enumerate(arrays):
+        if not isinstance(array, np.ndarray):
+            raise FieldError(
+                f"field {i}: the 'shm' backend exchanges host (NumPy) fields only, got "
+                f"{type(array).__name__}"
+            )
+        if array.size == 0:  # no cell to read: no memory to name
+            words[i, :3] = (-1, 0, array.ndim)
+            words[i, 3 : 3 + array.ndim] = array.shape
+            continue
+        found = SharedPool.of(array)
+        group = comm.Get_group()
+        same = found is not None and MPI.Group.Compare(found[0].group, group) == MPI.IDENT
+        group.Free()
+        if not same:
+            raise FieldError(
+                f"field {i} is not in memory the ranks share: allocate the fields the 'shm' "
+                "backend exchanges with gh.shared_allocator(decomposition, nbytes) of this "
+                "decomposition (gtx.zeros(domain, allocator=...))"
+            )
+        if array.ndim > MAX_AXES:
+            raise FieldError(f"field {i} has {array.ndim} axes; the 'shm' backend takes {MAX_AXES}")
+        pool, offset = found
+        n = array.ndim
+        words[i, :3] = (pool.number, offset, n)
+        words[i, 3 : 3 + n] = array.shape
+        words[i, 3 + MAX_AXES : 3 + MAX_AXES + n] = array.strides
+    return words.reshape(-1)
+
+
+class PreparedShmExchange:
+    """Exchanging one set of fields with one plan: the record of the fields, the copies to
+    this rank's own halos, and per neighbour what to copy from it, bound when its record is
+    first seen and kept while its fields stay the same (``_copies``)."""
+
+    #: It references no field: the exchange keeps it for the same field objects.
+    reusable = True
+
+    def __init__(
+        self,
+        transport: ShmTransport,
+        plan: ExchangePlan,
+        arrays: Sequence[Any],
+        specs: tuple[FieldSpec, ...],
+    ) -> None:
+        self.transport = transport
+        self.words = _words(plan, arrays, transport._comm)
+        self.signature = int.from_bytes(signature(specs, plan.name), "little", signed=True)
+        self.kind = described(plan.name, specs)
+        self.specs = specs
+        over = [unowned_view(a) for a in arrays]
+        self.local = block_copies(
+            [
+                b
+                for n in plan.neighbours
+                if n.rank == plan.rank
+                for b in self_blocks(n.send, n.recv, over)
+            ],
+            np,
+        )
+        sources = transport.sources.get(plan.name, {})
+        #: per neighbour this rank reads from: (rank, its cells here, its cells there)
+        self.reads = [
+            (n.rank, n.recv, sources[n.rank]) for n in plan.remote_neighbours if n.recv.count
+        ]
+        for rank, here, there in self.reads:
+            if here.count != there.count:
+                raise RanksDisagreeError(
+                    f"rank {rank} sends {there.count} cells of {plan.name!r} where this rank "
+                    f"receives {here.count}: the ranks' plans disagree"
+                )
+        #: how many neighbours read this rank's cells
+        self.readers = sum(1 for n in plan.remote_neighbours if n.send.count)
+        self._over = over  # (views: they hold no array)
+        self._copies: dict[bytes, list[Callable[[], Any]]] = {}
+
+    def start(self, arrays: Sequence[Any]) -> PendingShmExchange:
+        return PendingShmExchange(self, arrays)
+
+    def exchange(self, arrays: Sequence[Any], waiting: None) -> None:
+        self.start(arrays).wait()
+
+    def kept(self, arrays: Sequence[Any]) -> Callable[[Sequence[Any], None], None]:
+        """What a kept call of ``arrays`` runs (``_native.ExchangeAgain``): ``exchange``."""
+        return self.exchange
+
+    def copies(self, records: list[np.ndarray]) -> list[Callable[[], Any]] | str:
+        """The copies from the neighbours whose ``records`` (in ``reads`` order) describe
+        their fields, or what is wrong with a record."""
+        key = b"".join(r[_HEAD : _HEAD + len(self.words)].tobytes() for r in records)
+        found = self._copies.get(key)
+        if found is not None:
+            return found
+        blocks: list[Block] = []
+        buffers: list[np.ndarray] = []
+        for (rank, here, there), record in zip(self.reads, records):
+            theirs = self._their_arrays(rank, record)
+            if isinstance(theirs, str):
+                return theirs
+            blocks += _blocks(here, there, self._over, theirs, self.specs, buffers)
+        # (a partial holds the buffers the copies go through: alive as long as they are)
+        found = self._copies[key] = [partial(_run, block_copies(blocks, np), buffers)]
+        if len(self._copies) > 4:  # neighbours' fields that came and went
+            del self._copies[next(iter(self._copies))]
+        return found
+
+    def _their_arrays(self, rank: int, record: np.ndarray) -> list[np.ndarray] | str:
+        """Views of ``rank``'s fields as its ``record`` gives them, or why they cannot be
+        read: checked to lie in its part of the pool, with this rank's levels."""
+        arrays = []
+        fields = record[_HEAD : _HEAD + len(self.words)].reshape(-1, _FIELD)
+        for i, (words, spec) in enumerate(zip(fields, self.specs)):
+            n = int(words[2])
+            shape = tuple(int(x) for x in words[3 : 3 + n])
+            strides = tuple(int(x) for x in words[3 + MAX_AXES : 3 + MAX_AXES + n])
+            if words[0] == -1 and 0 in shape:  # a field without cells
+                arrays.append(np.empty(shape, spec.dtype))
+                continue
+            pool = _pool(int(words[0]))
+            if pool is None or shape[len(shape) - len(spec.level_shape) :] != spec.level_shape:
+                return f"rank {rank}'s field {i} is not the kind this rank exchanges"
+            segment = pool.segment(rank)
+            low = int(words[1]) + sum((m - 1) * s for m, s in zip(shape, strides) if s < 0)
+            high = int(words[1]) + sum((m - 1) * s for m, s in zip(shape, strides) if s > 0)
+            if low < 0 or high + spec.dtype.itemsize > segment.nbytes:
+                return f"rank {rank}'s field {i} lies outside its shared memory"
+            arrays.append(
+                np.ndarray(shape, spec.dtype, segment, offset=int(words[1]), strides=strides)
+            )
+        return arrays
+
+
+def _run(copies: list[Callable[[], Any]], buffers: list[np.ndarray]) -> None:
+    for copy in copies:
+        copy()
+
+
+def _pool(number: int) -> SharedPool | None:
+    from gt4py_halo.allocation import _POOLS
+
+    return _POOLS.get(number)
+
+
+def _blocks(
+    here: Region,
+    there: Region,
+    mine: Sequence[np.ndarray],
+    theirs: Sequence[np.ndarray],
+    specs: Sequence[FieldSpec],
+    buffers: list[np.ndarray],
+) -> list[Block]:
+    """The copies of a neighbour's cells ``there`` (of ``theirs``) to ``here`` (of
+    ``mine``): box to box where both are boxes of the same shapes in the same order
+    (cartesian plans), else through a buffer of this rank's (gathered from the neighbour's
+    fields, scattered into its own), added to ``buffers``, which the copies need."""
+    if (
+        isinstance(here, BoxRegion)
+        and isinstance(there, BoxRegion)
+        and [b.shape for b in here.boxes] == [b.shape for b in there.boxes]
+    ):
+        return [
+            (array[a.slices], other[b.slices])
+            for array, other in zip(mine, theirs)
+            for a, b in zip(here.boxes, there.boxes)
+        ]
+    offsets, nbytes = segment_offsets(here.count, specs)
+    buffer = np.empty(nbytes, np.uint8)
+    buffers.append(buffer)
+    gather: list[Block] = []
+    scatter: list[Block] = []
+    for array, other, offset, spec in zip(mine, theirs, offsets, specs):
+        segment = _segment(buffer, offset, here.count, spec)
+        for index, view in _region_views(there, segment, spec, np):
+            is_box = isinstance(index, tuple)
+            gather.append((view, other[index]) if is_box else (view, other, index, False))
+        for index, view in _region_views(here, segment, spec, np):
+            is_box = isinstance(index, tuple)
+            scatter.append((array[index], view) if is_box else (array, view, index, True))
+    return gather + scatter
+
+
+class PendingShmExchange:
+    """An exchange started: its record published; ``wait`` reads the neighbours' and waits
+    for its readers."""
+
+    def __init__(self, prepared: PreparedShmExchange, arrays: Sequence[Any]) -> None:
+        transport = prepared.transport
+        self._prepared = prepared
+        self._number, self._slot = transport.next_number()
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
+        for copy in prepared.local:
+            copy()
+        if rec:
+            rec.event("self-copies", t, {"copies": len(prepared.local)})
+        record = transport.record(transport.rank, self._slot)
+        record[_SIGNATURE] = prepared.signature
+        record[_COUNT] = len(prepared.words) // _FIELD
+        record[_HEAD : _HEAD + len(prepared.words)] = prepared.words
+        transport._expected_reads[self._slot] += prepared.readers
+        _native.flag(record[_NUMBER:].ctypes.data, 0, self._number + 1)
+        self._arrays = arrays  # the copies' views do not hold them: alive until finished
+        self._problem: str | None = None
+        self._read = False
+        transport.in_flight[self._slot] = self
+        UNFINISHED[self] = ()
+
+    def _records(self) -> list[np.ndarray]:
+        transport = self._prepared.transport
+        return [transport.record(rank, self._slot) for rank, _, _ in self._prepared.reads]
+
+    def _ready_pairs(self) -> bytes:
+        """The words and targets of the neighbours' records published for this exchange."""
+        return np.array(
+            [(r[_NUMBER:].ctypes.data, self._number + 1) for r in self._records()], np.int64
+        ).tobytes()
+
+    def read(self, block: bool) -> bool:
+        """Copy from the neighbours (waiting for their records if ``block``, else only if
+        they are all there) and count this rank on their records; whether it did."""
+        if self._read:
+            return True
+        pairs = self._ready_pairs()
+        if not block and not _native.flags_reached(pairs, 0.0):
+            return False
+        self._until(pairs, "the fields of")
+        records = self._records()
+        prepared = self._prepared
+        wrong = [
+            f"rank {rank} exchanges {_kind(record, self._number)}"
+            for (rank, _, _), record in zip(prepared.reads, records)
+            if record[_NUMBER] != self._number + 1 or record[_SIGNATURE] != prepared.signature
+        ]
+        if not wrong:
+            copies = prepared.copies(records)
+            if isinstance(copies, str):
+                wrong = [copies]
+            else:
+                for copy in copies:
+                    copy()
+        for record in records:
+            _native.flag(record[_READS:].ctypes.data, 1, 1)
+        if wrong:
+            self._problem = (
+                "halos not written: "
+                + "; ".join(wrong)
+                + f", where this rank exchanges {prepared.kind} (exchange {self._number}): the "
+                "ranks exchange different fields, or in another order"
+            )
+        self._read = True
+        return True
+
+    def test(self) -> bool:
+        """Whether ``wait`` would return at once: its neighbours' records are there (read
+        now) and its readers are done."""
+        if not self.read(block=False):
+            return False
+        transport = self._prepared.transport
+        own = transport.record(transport.rank, self._slot)
+        return bool(_native.flags_reached(self._readers_pair(own), 0.0))
+
+    def _readers_pair(self, own: np.ndarray) -> bytes:
+        transport = self._prepared.transport
+        target = transport._expected_reads[self._slot]
+        return np.array([own[_READS:].ctypes.data, target], np.int64).tobytes()
+
+    def wait(self, waiting: Any = None) -> None:
+        """Read from the neighbours, then wait until every neighbour has read this rank's
+        cells (reading meanwhile for this rank's other exchanges in flight); a
+        ``RanksDisagreeError`` if a neighbour's fields were not as expected."""
+        transport = self._prepared.transport
+        rec = profiling.recorder
+        t = rec.now() if rec else 0.0
+        try:
+            self.read(block=True)
+            if rec:
+                t = rec.event("copy", t, {"from ranks": [r for r, _, _ in self._prepared.reads]})
+            pair = self._readers_pair(transport.record(transport.rank, self._slot))
+            self._until(pair, "the reads of its own by", others=True)
+            if rec:
+                rec.event("wait", t, {"readers": self._prepared.readers})
+        finally:
+            self._arrays = ()
+            transport.in_flight.pop(self._slot, None)
+            UNFINISHED.pop(self, None)
+        if self._problem is not None:
+            raise RanksDisagreeError(self._problem)
+
+    def _until(self, pairs: bytes, what: str, others: bool = False) -> None:
+        """Wait until the flags of ``pairs`` reach their targets; meanwhile (``others``) read
+        for this rank's other exchanges in flight whose neighbours are there, and say on
+        stderr every ``build_once.REPORT_AFTER_S`` that it waits."""
+        begin = report = time.monotonic()
+        while not _native.flags_reached(pairs, _LOOK_S):
+            if others:
+                for pending in list(self._prepared.transport.in_flight.values()):
+                    if pending is not self:
+                        pending.read(block=False)
+            if time.monotonic() - report >= build_once.REPORT_AFTER_S:
+                report = time.monotonic()
+                peers = [r for r, _, _ in self._prepared.reads]
+                report_wait(
+                    self._prepared.transport.rank,
+                    report - begin,
+                    f"exchange {self._number} ({what} its neighbours)",
+                    self._prepared.kind,
+                    peers,
+                )
+
+
+def _kind(record: np.ndarray, number: int) -> str:
+    """What a neighbour's record says it exchanges, where it differs."""
+    if record[_NUMBER] != number + 1:
+        return f"as its exchange {int(record[_NUMBER]) - 1}"
+    return f"{int(record[_COUNT])} field(s) of another kind (dtypes, levels or dim)"

@@ -1,0 +1,152 @@
+"""The ``shm`` transport: halos copied from the neighbours' fields in a node's shared memory
+(``gh.shared_allocator``), bit for bit what the ``mpi`` transport writes."""
+
+from __future__ import annotations
+
+import gc
+
+import gt4py.next as gtx
+import numpy as np
+import pytest
+from halo_reference import expected_local, filled_local, finish_out_of_order
+from test_cartesian_exchange import CASES
+from test_unstructured_exchange import SIZES, local_field, random_mesh, values
+
+import gt4py_halo as gh
+from gt4py_halo.transports.shm.runtime import SLOTS
+
+I, J, K = (
+    gtx.Dimension("I"),
+    gtx.Dimension("J"),
+    gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL),
+)
+MiB = 1 << 20
+
+
+def shared(allocator, array):
+    """``array``'s copy in the pool of ``allocator``, in the same memory order."""
+    order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+    copy = allocator.empty(array.shape, array.dtype, order)
+    copy[...] = array
+    return copy
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_halo_holds_owner_values(case):
+    global_shape, halo, periodic, levels, dtype, order = CASES[case]
+    d = gh.CartesianDecomposition(global_shape, halo=halo, periodic=periodic)
+    ex = gh.make_exchange(d, backend="shm")
+    assert ex.backend == "shm"
+    field = shared(gh.shared_allocator(d, MiB), filled_local(d, levels, dtype, order))
+    for _ in range(2):  # the second over halos filled, with the copies kept
+        ex.exchange(field)
+        np.testing.assert_array_equal(field, expected_local(d, levels, dtype))
+
+
+def test_gt4py_default_fields_of_uneven_blocks_as_mpi_writes_them(comm):
+    """GT4Py's padded fields (the allocator's layout is GT4Py's), several in one call, of
+    blocks that differ between ranks: the halos are those the ``mpi`` transport writes."""
+    d = gh.CartesianDecomposition((13, 10, 6), halo=(2, 1, 0), periodic=(True, False, False))
+    allocator = gh.shared_allocator(d, 4 * MiB)
+    domain = dict(zip((I, J, K), d.allocated_shape))
+    ours = [gtx.zeros(domain, dtype=dt, allocator=allocator) for dt in (np.float64, np.int32)]
+    theirs = [gtx.zeros(domain, dtype=f.dtype.scalar_type) for f in ours]
+    assert ours[0].ndarray.strides == theirs[0].ndarray.strides
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        values = np.random.default_rng(10 * comm.rank + k).integers(0, 1000, d.allocated_shape)
+        a.ndarray[...] = values
+        b.ndarray[...] = values
+    gh.make_exchange(d, "shm").exchange(*ours)
+    gh.make_exchange(d, "mpi").exchange(*theirs)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+@pytest.mark.parametrize("levels,dtype,order", [((), np.float64, "C"), ((4,), np.float32, "F")])
+def test_unstructured_halos_hold_owner_values(comm, levels, dtype, order):
+    d = gh.UnstructuredDecomposition(random_mesh(comm))
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, MiB)
+    for dim in SIZES:
+        field = shared(allocator, local_field(d, dim, levels, dtype, order))
+        ex.exchange(field, dim=dim)
+        gids = np.concatenate([d.owned_gids[dim], d.halo_gids[dim]])
+        np.testing.assert_array_equal(field, values(gids, levels, dtype))
+
+
+@pytest.mark.timeout(120)  # a hang fails
+def test_ranks_finish_exchanges_in_different_orders(comm):
+    """Split exchanges finished in another order on each rank: a rank waiting for its
+    readers reads for its other exchanges meanwhile, so no order waits on another."""
+    d = gh.CartesianDecomposition((24, 20, 6), halo=(2, 1, 0), periodic=True)
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, 4 * MiB)
+    fields = [shared(allocator, filled_local(d, (), np.float64)) for _ in range(SLOTS)]
+    handles = [ex.start(f) for f in fields]
+    with pytest.raises(gh.BackendError, match=f"at most {SLOTS} exchanges in flight"):
+        ex.start(shared(allocator, filled_local(d, (), np.float64)))
+    finish_out_of_order(handles, comm.rank)
+    for field in fields:
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+@pytest.mark.timeout(120)
+def test_ranks_that_exchange_different_fields_raise_on_every_rank(comm):
+    """Rank 0 exchanges one field where the others exchange two: every rank (each has rank 0
+    for a neighbour here) raises, no halo a neighbour fills is written, and the next exchange
+    of matching fields works."""
+    if comm.size == 1:
+        pytest.skip("needs a neighbour")
+    d = gh.CartesianDecomposition((16, 12), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, MiB)
+    fields = [shared(allocator, filled_local(d, (), np.float64)) for _ in range(2)]
+    before = fields[0].copy()
+    with pytest.raises(gh.RanksDisagreeError, match="halos not written"):
+        ex.exchange(*fields[: 1 if comm.rank == 0 else 2])
+    assert d.proc_grid[0] > 1  # (the first axis's halo comes from another rank)
+    np.testing.assert_array_equal(fields[0][0], before[0])
+    ex.exchange(*fields)
+    for field in fields:
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+def test_fields_outside_the_shared_memory_are_refused(comm):
+    d = gh.CartesianDecomposition((16, 12), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="shm")
+    with pytest.raises(gh.FieldError, match="not in memory the ranks share"):
+        ex.exchange(filled_local(d, (), np.float64))
+    other = gh.CartesianDecomposition((16, 12), halo=1, periodic=True, comm=comm.Split(comm.rank))
+    field = shared(gh.shared_allocator(other, MiB), filled_local(d, (), np.float64))
+    if comm.size > 1:  # (a pool of this rank alone; on one rank, the same ranks)
+        with pytest.raises(gh.FieldError, match="not in memory the ranks share"):
+            ex.exchange(field)
+    ex.exchange(shared(gh.shared_allocator(d, MiB), filled_local(d, (), np.float64)))
+
+
+def test_the_pool_is_reused_and_says_when_it_is_full():
+    d = gh.CartesianDecomposition((16, 12), halo=1, periodic=True)
+    allocator = gh.shared_allocator(d, 64 * 1024)
+    domain = {I: 40, J: 40}  # 12.8 kB and an alignment each: 5 fit
+    fields = [gtx.zeros(domain, dtype=np.float64, allocator=allocator) for _ in range(5)]
+    with pytest.raises(gh.FieldError, match="does not fit in the shared memory"):
+        fields.append(gtx.zeros(domain, dtype=np.float64, allocator=allocator))
+    del fields
+    gc.collect()
+    again = [gtx.zeros(domain, dtype=np.float64, allocator=allocator) for _ in range(5)]
+    assert all(not f.asnumpy().any() for f in again)
+    with pytest.raises(gh.FieldError, match="nbytes must be a number of bytes"):
+        gh.shared_allocator(d, -1)
+
+
+def test_a_compiled_step_names_the_transports_that_compile():
+    d = gh.CartesianDecomposition((16, 12), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="shm")
+
+    @gh.program
+    def step(u):
+        ex.exchange(u)
+
+    field = shared(gh.shared_allocator(d, MiB), filled_local(d, (), np.float64))
+    with pytest.raises(gh.BackendError, match="'shm' transport has no compiled expansion"):
+        step(field)
