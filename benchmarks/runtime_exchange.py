@@ -2,8 +2,10 @@
 
 Compared, on the same fields of the same decomposition:
 
-- ``ours-mpi``, ``ours-ghex``: ``gh.make_exchange(d, backend).exchange(*fields)``, the whole
-  user-facing call (field checks included);
+- ``ours-mpi``, ``ours-ghex``, ``ours-shm``: ``gh.make_exchange(d, backend).exchange(*fields)``,
+  the whole user-facing call (field checks included); ``shm`` copies from the neighbours'
+  fields in shared memory, so every implementation's fields live there
+  (``gh.shared_allocator``: the same memory for all);
 - ``mpi4py``: what a competent user writes by hand with mpi4py and NumPy: a
   dimension-by-dimension exchange over an ``MPI_Cart_create`` communicator, all fields packed
   into one preallocated buffer per face, ``Irecv``/``Isend``/``Waitall``, unpack; a dimension
@@ -35,6 +37,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
@@ -66,7 +69,15 @@ CASES = {
         Case("large", (128, 128, 80), (3, 3, 0), 10),
     )
 }
-IMPLEMENTATIONS = ("ours-mpi", "ours-ghex", "mpi4py", "pyghex", "compiled-mpi", "compiled-ghex")
+IMPLEMENTATIONS = (
+    "ours-mpi",
+    "ours-ghex",
+    "ours-shm",
+    "mpi4py",
+    "pyghex",
+    "compiled-mpi",
+    "compiled-ghex",
+)
 DTYPE = np.float64
 
 
@@ -208,11 +219,23 @@ def global_values(d: gh.CartesianDecomposition, field_index: int) -> np.ndarray:
     return (((field_index + 1) * 1000.0 + i) * 1000.0 + j) * 1000.0 + k
 
 
+#: Per decomposition, a pool of shared memory its fields are cut from (``fresh_fields``).
+_POOLS: dict[int, Any] = {}
+
+
 def fresh_fields(d: gh.CartesianDecomposition, nfields: int) -> list[np.ndarray]:
-    """Owned cells hold their global values, halo cells a sentinel no owned cell holds."""
+    """Owned cells hold their global values, halo cells a sentinel no owned cell holds; in
+    the node's shared memory (the ``shm`` transport reads them there), from a pool made per
+    decomposition, large enough for a field set per implementation and two more (collective:
+    the first call for a decomposition is made by every rank)."""
+    pool = _POOLS.get(id(d))
+    if pool is None:
+        nbytes = (len(IMPLEMENTATIONS) + 2) * nfields * (math.prod(d.allocated_shape) * 8 + 1024)
+        pool = _POOLS[id(d)] = gh.shared_allocator(d, nbytes)
     fields = []
     for f in range(nfields):
-        a = np.full(d.allocated_shape, -1.0, DTYPE)
+        a = pool.empty(d.allocated_shape, DTYPE)
+        a[...] = -1.0
         a[d.owned] = global_values(d, f)[d.owned]
         fields.append(a)
     return fields
@@ -243,7 +266,7 @@ _COMPILED: dict[tuple[str, int], Callable[..., None]] = {}
 
 
 def build(name: str, d: gh.CartesianDecomposition, fields: list[np.ndarray]) -> Callable[[], None]:
-    if name == "ours-mpi" or name == "ours-ghex":
+    if name in ("ours-mpi", "ours-ghex", "ours-shm"):
         ex = gh.make_exchange(d, backend=name.split("-")[1])
         return lambda: ex.exchange(*fields)
     if name == "compiled-mpi" or name == "compiled-ghex":
