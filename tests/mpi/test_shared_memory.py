@@ -90,6 +90,26 @@ def test_ranks_finish_exchanges_in_different_orders(comm):
         np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
 
 
+@pytest.mark.timeout(120)  # a hang fails
+def test_a_rank_waiting_for_the_next_exchange_reads_for_the_last(comm):
+    """Even ranks start two exchanges and finish the second first; odd ranks finish the
+    first before they start the second. An even rank waiting for its neighbour's second
+    exchange reads for its first meanwhile, which the neighbour waits for."""
+    d = gh.CartesianDecomposition((24, 20), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, MiB)
+    a, b = (shared(allocator, filled_local(d, (), np.float64)) for _ in range(2))
+    if comm.rank % 2 == 0:
+        first, second = ex.start(a), ex.start(b)
+        second.finish()
+        first.finish()
+    else:
+        ex.start(a).finish()
+        ex.start(b).finish()
+    for field in (a, b):
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
 @pytest.mark.timeout(120)
 def test_ranks_that_exchange_different_fields_raise_on_every_rank(comm):
     """Rank 0 exchanges one field where the others exchange two: every rank (each has rank 0

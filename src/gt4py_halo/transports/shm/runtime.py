@@ -15,11 +15,12 @@ pool, offset, shape and strides) and, last, the exchange's number. ``finish`` wa
 neighbour's record of that number, checks it against its own (the same kind of fields,
 shapes that hold the boxes it reads), copies the neighbours' owned cells into its halos,
 counts itself as a reader on each neighbour's record, and waits until its own readers have
-all counted themselves: only then may its owned cells change. While it waits for its
-readers it also reads for its other exchanges in flight, so that ranks that finish their
-exchanges in different orders do not wait for each other. A rank whose neighbour's fields
-are not what it expects copies nothing from anyone, still counts itself on every record it
-read (no rank is left waiting) and raises ``RanksDisagreeError``.
+all counted themselves: only then may its owned cells change. While it waits (for its
+readers, or for a neighbour's record) it also reads for its other exchanges in flight whose
+neighbours are there: ranks may finish their exchanges in different orders, and a neighbour
+may wait for this rank's reads of an earlier exchange before it starts the next. A rank
+whose neighbour's fields are not what it expects copies nothing from anyone, still counts
+itself on every record it read (no rank is left waiting) and raises ``RanksDisagreeError``.
 
 The plans' send regions are exchanged once, when the transport is made (collectively): a
 rank reads its neighbour's cells in the neighbour's own indices. One node only: ranks on
@@ -96,7 +97,7 @@ class ShmTransport:
         self.sources = _sources(comm, decomposition)
         self._started = 0  # exchanges started (numbered alike on every rank)
         #: per slot, the count of reads its record must reach before its fields may change
-        self._expected_reads = [0] * SLOTS
+        self.expected_reads = [0] * SLOTS
         #: exchanges started and not finished, by slot
         self.in_flight: dict[int, PendingShmExchange] = {}
         comm.Barrier()  # every record zeroed before any is read
@@ -225,6 +226,14 @@ class PreparedShmExchange:
         self.readers = sum(1 for n in plan.remote_neighbours if n.send.count)
         self._over = over  # (views: they hold no array)
         self._copies: dict[bytes, list[Callable[[], Any]]] = {}
+        self._slots: dict[int, _Slot] = {}
+
+    def slot(self, slot: int) -> _Slot:
+        """What its exchanges in ``slot`` read and write, found on first use."""
+        found = self._slots.get(slot)
+        if found is None:
+            found = self._slots[slot] = _Slot(self, slot)
+        return found
 
     def start(self, arrays: Sequence[Any]) -> PendingShmExchange:
         return PendingShmExchange(self, arrays)
@@ -331,6 +340,23 @@ def _blocks(
     return gather + scatter
 
 
+class _Slot:
+    """What an exchange of one prepared field set in one slot reads and writes, found once:
+    its own record, the neighbours' records it reads, and the addresses of their flags
+    (``ready``: each neighbour's number and the target it must reach, set per exchange;
+    ``readers``: its own count of reads and its target)."""
+
+    def __init__(self, prepared: PreparedShmExchange, slot: int) -> None:
+        transport = prepared.transport
+        self.own = transport.record(transport.rank, slot)
+        self.records = [transport.record(rank, slot) for rank, _, _ in prepared.reads]
+        self.ready = np.zeros((len(self.records), 2), np.int64)
+        self.ready[:, 0] = [r[_NUMBER:].ctypes.data for r in self.records]
+        self.read_counts = [r[_READS:].ctypes.data for r in self.records]
+        self.number = self.own[_NUMBER:].ctypes.data
+        self.readers = np.array([self.own[_READS:].ctypes.data, 0], np.int64)
+
+
 class PendingShmExchange:
     """An exchange started: its record published; ``wait`` reads the neighbours' and waits
     for its readers."""
@@ -338,60 +364,52 @@ class PendingShmExchange:
     def __init__(self, prepared: PreparedShmExchange, arrays: Sequence[Any]) -> None:
         transport = prepared.transport
         self._prepared = prepared
-        self._number, self._slot = transport.next_number()
+        self._number, slot = transport.next_number()
+        self._slot = found = prepared.slot(slot)
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         for copy in prepared.local:
             copy()
         if rec:
             rec.event("self-copies", t, {"copies": len(prepared.local)})
-        record = transport.record(transport.rank, self._slot)
-        record[_SIGNATURE] = prepared.signature
-        record[_COUNT] = len(prepared.words) // _FIELD
-        record[_HEAD : _HEAD + len(prepared.words)] = prepared.words
-        transport._expected_reads[self._slot] += prepared.readers
-        _native.flag(record[_NUMBER:].ctypes.data, 0, self._number + 1)
+        own = found.own
+        own[_SIGNATURE] = prepared.signature
+        own[_COUNT] = len(prepared.words) // _FIELD
+        own[_HEAD : _HEAD + len(prepared.words)] = prepared.words
+        transport.expected_reads[slot] += prepared.readers
+        found.readers[1] = transport.expected_reads[slot]
+        _native.flag(found.number, 0, self._number + 1)
         self._arrays = arrays  # the copies' views do not hold them: alive until finished
         self._problem: str | None = None
         self._read = False
-        transport.in_flight[self._slot] = self
+        transport.in_flight[slot] = self
         UNFINISHED[self] = ()
-
-    def _records(self) -> list[np.ndarray]:
-        transport = self._prepared.transport
-        return [transport.record(rank, self._slot) for rank, _, _ in self._prepared.reads]
-
-    def _ready_pairs(self) -> bytes:
-        """The words and targets of the neighbours' records published for this exchange."""
-        return np.array(
-            [(r[_NUMBER:].ctypes.data, self._number + 1) for r in self._records()], np.int64
-        ).tobytes()
 
     def read(self, block: bool) -> bool:
         """Copy from the neighbours (waiting for their records if ``block``, else only if
         they are all there) and count this rank on their records; whether it did."""
         if self._read:
             return True
-        pairs = self._ready_pairs()
-        if not block and not _native.flags_reached(pairs, 0.0):
-            return False
-        self._until(pairs, "the fields of")
-        records = self._records()
-        prepared = self._prepared
+        slot, prepared = self._slot, self._prepared
+        slot.ready[:, 1] = self._number + 1
+        if not _native.flags_reached(slot.ready, 0.0):
+            if not block:
+                return False
+            self._until(slot.ready, "the fields of")
         wrong = [
             f"rank {rank} exchanges {_kind(record, self._number)}"
-            for (rank, _, _), record in zip(prepared.reads, records)
+            for (rank, _, _), record in zip(prepared.reads, slot.records)
             if record[_NUMBER] != self._number + 1 or record[_SIGNATURE] != prepared.signature
         ]
         if not wrong:
-            copies = prepared.copies(records)
+            copies = prepared.copies(slot.records)
             if isinstance(copies, str):
                 wrong = [copies]
             else:
                 for copy in copies:
                     copy()
-        for record in records:
-            _native.flag(record[_READS:].ctypes.data, 1, 1)
+        for address in slot.read_counts:
+            _native.flag(address, 1, 1)
         if wrong:
             self._problem = (
                 "halos not written: "
@@ -405,16 +423,7 @@ class PendingShmExchange:
     def test(self) -> bool:
         """Whether ``wait`` would return at once: its neighbours' records are there (read
         now) and its readers are done."""
-        if not self.read(block=False):
-            return False
-        transport = self._prepared.transport
-        own = transport.record(transport.rank, self._slot)
-        return bool(_native.flags_reached(self._readers_pair(own), 0.0))
-
-    def _readers_pair(self, own: np.ndarray) -> bytes:
-        transport = self._prepared.transport
-        target = transport._expected_reads[self._slot]
-        return np.array([own[_READS:].ctypes.data, target], np.int64).tobytes()
+        return self.read(block=False) and bool(_native.flags_reached(self._slot.readers, 0.0))
 
     def wait(self, waiting: Any = None) -> None:
         """Read from the neighbours, then wait until every neighbour has read this rank's
@@ -427,27 +436,28 @@ class PendingShmExchange:
             self.read(block=True)
             if rec:
                 t = rec.event("copy", t, {"from ranks": [r for r, _, _ in self._prepared.reads]})
-            pair = self._readers_pair(transport.record(transport.rank, self._slot))
-            self._until(pair, "the reads of its own by", others=True)
+            if not _native.flags_reached(self._slot.readers, 0.0):
+                self._until(self._slot.readers, "the reads of its own by")
             if rec:
                 rec.event("wait", t, {"readers": self._prepared.readers})
         finally:
             self._arrays = ()
-            transport.in_flight.pop(self._slot, None)
+            transport.in_flight.pop(self._number % SLOTS, None)
             UNFINISHED.pop(self, None)
         if self._problem is not None:
             raise RanksDisagreeError(self._problem)
 
-    def _until(self, pairs: bytes, what: str, others: bool = False) -> None:
-        """Wait until the flags of ``pairs`` reach their targets; meanwhile (``others``) read
-        for this rank's other exchanges in flight whose neighbours are there, and say on
-        stderr every ``build_once.REPORT_AFTER_S`` that it waits."""
+    def _until(self, pairs: np.ndarray, what: str) -> None:
+        """Wait until the flags of ``pairs`` reach their targets; meanwhile read for this
+        rank's other exchanges in flight whose neighbours are there (a neighbour may be
+        waiting for those reads before it starts the exchange this one waits for, or lets
+        this one's readers go), and say on stderr every ``build_once.REPORT_AFTER_S`` that
+        it waits."""
         begin = report = time.monotonic()
         while not _native.flags_reached(pairs, _LOOK_S):
-            if others:
-                for pending in list(self._prepared.transport.in_flight.values()):
-                    if pending is not self:
-                        pending.read(block=False)
+            for pending in list(self._prepared.transport.in_flight.values()):
+                if pending is not self:
+                    pending.read(block=False)
             if time.monotonic() - report >= build_once.REPORT_AFTER_S:
                 report = time.monotonic()
                 peers = [r for r, _, _ in self._prepared.reads]
