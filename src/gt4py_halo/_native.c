@@ -56,6 +56,13 @@
    false if seconds passed first (the caller says that it waits, and waits again). The
    addresses are the transport's own control words, inside a shared window it keeps.
 
+   6. ShmRun(...): a kept blocking call of the 'shm' transport (gt4py_halo/transports/shm/
+   runtime.py's PreparedShmExchange.kept): the whole exchange in one call where nothing is
+   in flight and the neighbours' records say what the kept copies were bound to; it hands
+   the exchange to Python (slow(arrays, waiting, number, read)) where a record differs, or a
+   wait lasts longer than SHM_FAST_WAIT_S (Python checks, reports and reads for others), and
+   runs the Python exchange (elsewhere(arrays, waiting)) where an exchange is in flight.
+
    4. Persistent(...): the persistent MPI requests of a message set (gt4py_halo/transports/
    mpi/runtime.py), started and completed with the copies between them in one call per phase:
    on a small halo the Python calls around MPI (mpi4py's, the copies', the checks of what
@@ -1527,6 +1534,33 @@ static PyObject *arrays(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
+/* Whether every word of pairs (address, target) reaches its target within seconds. */
+static int shm_reached(const int64_t *pairs, Py_ssize_t n, double seconds) {
+    int reached = 0;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double end = now.tv_sec + 1e-9 * now.tv_nsec + seconds;
+    Py_ssize_t i = 0;
+    for (unsigned long looks = 0;; ++looks) {
+        while (i < n && __atomic_load_n((int64_t *)(uintptr_t)pairs[2 * i], __ATOMIC_ACQUIRE) >=
+                            pairs[2 * i + 1])
+            ++i;
+        if (i == n) {
+            reached = 1;
+            break;
+        }
+        if (seconds <= 0) break;
+        if (looks % 1024 == 1023) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec + 1e-9 * now.tv_nsec >= end) break;
+        }
+        sched_yield();
+    }
+    Py_END_ALLOW_THREADS
+    return reached;
+}
+
 static PyObject *flag(PyObject *self, PyObject *args) {
     unsigned long long address;
     int op;
@@ -1552,33 +1586,189 @@ static PyObject *flags_reached(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "flags_reached(pairs, seconds): int64 pairs");
         return NULL;
     }
-    const int64_t *words = pairs.buf;
-    Py_ssize_t n = pairs.len / (2 * (Py_ssize_t)sizeof(int64_t));
-    int reached = 0;
-    Py_BEGIN_ALLOW_THREADS
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double end = now.tv_sec + 1e-9 * now.tv_nsec + seconds;
-    Py_ssize_t i = 0;
-    for (unsigned long looks = 0;; ++looks) {
-        while (i < n && __atomic_load_n((int64_t *)(uintptr_t)words[2 * i], __ATOMIC_ACQUIRE) >=
-                            words[2 * i + 1])
-            ++i;
-        if (i == n) {
-            reached = 1;
-            break;
-        }
-        if (seconds <= 0) break;
-        if (looks % 1024 == 1023) {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if (now.tv_sec + 1e-9 * now.tv_nsec >= end) break;
-        }
-        sched_yield();
-    }
-    Py_END_ALLOW_THREADS
+    int reached = shm_reached(pairs.buf, pairs.len / (2 * (Py_ssize_t)sizeof(int64_t)), seconds);
     PyBuffer_Release(&pairs);
     return PyBool_FromLong(reached);
 }
+
+
+/* ShmRun (6. above). The record layout is runtime.py's: number, reads, signature, count,
+   then the fields' words. */
+#define SHM_FAST_WAIT_S 0.5
+typedef struct {
+    PyObject_HEAD
+    PyObject *state;     /* int64 array: count of starts, then the reads expected per slot */
+    PyObject *in_flight; /* dict: the exchanges in flight (the fast path only without any) */
+    PyObject *local;     /* int64 program: the copies to the rank's own halo */
+    PyObject *words;     /* int64 array: the fields' words of its record */
+    PyObject *bases;     /* int64 array: its own records' address, then its neighbours' */
+    PyObject *fast;      /* list [key, program, ...]: the copies from the neighbours whose
+                            records' field words, one after the other, are the bytes key (the
+                            list also holds what the program copies through) */
+    PyObject *elsewhere; /* elsewhere(arrays, waiting): the exchange in Python */
+    PyObject *slow;      /* slow(arrays, waiting, number, read): the rest of one in Python */
+    int64_t record, slots, signature, count, readers;
+} ShmRun;
+
+static int shm_run_traverse(ShmRun *self, visitproc visit, void *arg) {
+    Py_VISIT(self->state);
+    Py_VISIT(self->in_flight);
+    Py_VISIT(self->local);
+    Py_VISIT(self->words);
+    Py_VISIT(self->bases);
+    Py_VISIT(self->fast);
+    Py_VISIT(self->elsewhere);
+    Py_VISIT(self->slow);
+    return 0;
+}
+
+static int shm_run_clear(ShmRun *self) {
+    Py_CLEAR(self->state);
+    Py_CLEAR(self->in_flight);
+    Py_CLEAR(self->local);
+    Py_CLEAR(self->words);
+    Py_CLEAR(self->bases);
+    Py_CLEAR(self->fast);
+    Py_CLEAR(self->elsewhere);
+    Py_CLEAR(self->slow);
+    return 0;
+}
+
+static void shm_run_dealloc(ShmRun *self) {
+    PyObject_GC_UnTrack(self);
+    shm_run_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *shm_run_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *state, *in_flight, *local, *words, *bases, *fast, *elsewhere, *slow;
+    long long record, slots, signature, count, readers;
+    if (!PyArg_ParseTuple(args, "OO!OOOO!OOLLLLL", &state, &PyDict_Type, &in_flight, &local,
+                          &words, &bases, &PyList_Type, &fast, &elsewhere, &slow, &record,
+                          &slots, &signature, &count, &readers))
+        return NULL;
+    if (PyList_GET_SIZE(fast) < 2 || slots < 1 || record < 4) {
+        PyErr_SetString(PyExc_ValueError, "ShmRun: fast is [key, program, ...]; slots > 0");
+        return NULL;
+    }
+    ShmRun *self = (ShmRun *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->state = Py_NewRef(state);
+    self->in_flight = Py_NewRef(in_flight);
+    self->local = Py_NewRef(local);
+    self->words = Py_NewRef(words);
+    self->bases = Py_NewRef(bases);
+    self->fast = Py_NewRef(fast);
+    self->elsewhere = Py_NewRef(elsewhere);
+    self->slow = Py_NewRef(slow);
+    self->record = record;
+    self->slots = slots;
+    self->signature = signature;
+    self->count = count;
+    self->readers = readers;
+    return (PyObject *)self;
+}
+
+/* Calls slow(arrays, waiting, number, read) with the call's arguments. */
+static PyObject *shm_slow(ShmRun *self, PyObject *args, int64_t number, int read) {
+    PyObject *arrays, *waiting = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &arrays, &waiting)) return NULL;
+    return PyObject_CallFunction(self->slow, "OOLO", arrays, waiting, (long long)number,
+                                 read ? Py_True : Py_False);
+}
+
+static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
+    if (PyDict_GET_SIZE(self->in_flight) != 0) return PyObject_Call(self->elsewhere, args, kwargs);
+    PyObject *key_object = Py_NewRef(PyList_GET_ITEM(self->fast, 0));
+    PyObject *program = Py_NewRef(PyList_GET_ITEM(self->fast, 1));
+    Py_buffer views[4];
+    PyObject *objects[4] = {self->state, self->words, self->bases, key_object};
+    int got = 0;
+    for (; got < 4; ++got)
+        if (PyObject_GetBuffer(objects[got], &views[got],
+                               got == 0 ? PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE : PyBUF_C_CONTIGUOUS) <
+            0)
+            break;
+    PyObject *result = NULL;
+    int64_t *pairs = NULL;
+    if (got < 4) goto done;
+    int64_t *counts = views[0].buf;
+    const int64_t *base = views[2].buf;
+    Py_ssize_t field_bytes = views[1].len, neighbours = views[2].len / 8 - 1;
+    if (views[0].len / 8 != 1 + self->slots || neighbours < 0) {
+        PyErr_SetString(PyExc_ValueError, "ShmRun: state and bases of other sizes");
+        goto done;
+    }
+    int64_t number = counts[0], slot = number % self->slots;
+    int64_t offset = slot * self->record * 8;
+    PyObject *ran = run(NULL, self->local); /* the rank's own halos first */
+    if (ran == NULL) goto done;
+    Py_DECREF(ran);
+    int64_t *own = (int64_t *)(intptr_t)(base[0] + offset);
+    own[2] = self->signature;
+    own[3] = self->count;
+    memcpy(own + 4, views[1].buf, (size_t)field_bytes);
+    counts[1 + slot] += self->readers;
+    int64_t readers = counts[1 + slot];
+    counts[0] = number + 1;
+    __atomic_store_n(own, number + 1, __ATOMIC_RELEASE);
+    pairs = PyMem_Malloc(sizeof(int64_t) * 2 * (size_t)(neighbours + 1));
+    if (pairs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < neighbours; ++i) {
+        pairs[2 * i] = base[1 + i] + offset;
+        pairs[2 * i + 1] = number + 1;
+    }
+    if (!shm_reached(pairs, neighbours, SHM_FAST_WAIT_S)) {
+        result = shm_slow(self, args, number, 0);
+        goto done;
+    }
+    int same = views[3].len == neighbours * field_bytes;
+    for (Py_ssize_t i = 0; same && i < neighbours; ++i) {
+        const int64_t *theirs = (const int64_t *)(intptr_t)(base[1 + i] + offset);
+        same = theirs[0] == number + 1 && theirs[2] == self->signature &&
+               memcmp(theirs + 4, (const char *)views[3].buf + i * field_bytes,
+                      (size_t)field_bytes) == 0;
+    }
+    if (!same) { /* fields the kept copies were not bound to, or ranks that disagree */
+        result = shm_slow(self, args, number, 0);
+        goto done;
+    }
+    ran = run(NULL, program);
+    if (ran == NULL) goto done;
+    Py_DECREF(ran);
+    for (Py_ssize_t i = 0; i < neighbours; ++i)
+        __atomic_add_fetch((int64_t *)(intptr_t)(base[1 + i] + offset + 8), 1, __ATOMIC_ACQ_REL);
+    pairs[0] = base[0] + offset + 8;
+    pairs[1] = readers;
+    if (!shm_reached(pairs, 1, SHM_FAST_WAIT_S)) {
+        result = shm_slow(self, args, number, 1);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(pairs);
+    for (int i = 0; i < got; ++i) PyBuffer_Release(&views[i]);
+    Py_DECREF(key_object);
+    Py_DECREF(program);
+    return result;
+}
+
+static PyTypeObject ShmRunType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.ShmRun",
+    .tp_basicsize = sizeof(ShmRun),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "ShmRun(state, in_flight, local, words, bases, fast, elsewhere, slow, record, "
+              "slots, signature, count, readers): called (arrays, waiting), a kept blocking "
+              "exchange of the 'shm' transport (see the module's source).",
+    .tp_new = shm_run_new,
+    .tp_traverse = (traverseproc)shm_run_traverse,
+    .tp_clear = (inquiry)shm_run_clear,
+    .tp_dealloc = (destructor)shm_run_dealloc,
+    .tp_call = (ternaryfunc)shm_run_call,
+};
 
 static PyMethodDef methods[] = {
     {"run", run, METH_O, "Run a program of block copies (see the module's source)."},
@@ -1621,7 +1811,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         checked_name == NULL || dim_name == NULL || PyType_Ready(&LayoutType) < 0 ||
         PyType_Ready(&AgainType) < 0 || PyType_Ready(&NumberingType) < 0 ||
         PyType_Ready(&ExchangeAgainType) < 0 || PyType_Ready(&RepeatingType) < 0 ||
-        PyType_Ready(&PersistentType) < 0 || PyType_Ready(&SlotRunType) < 0)
+        PyType_Ready(&PersistentType) < 0 || PyType_Ready(&SlotRunType) < 0 ||
+        PyType_Ready(&ShmRunType) < 0)
         return NULL;
     MessagesUnexpected =
         PyErr_NewException("gt4py_halo._native.MessagesUnexpected", NULL, NULL);
@@ -1638,7 +1829,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddObjectRef(m, "ExchangeAgain", (PyObject *)&ExchangeAgainType) < 0 ||
         PyModule_AddObjectRef(m, "Repeating", (PyObject *)&RepeatingType) < 0 ||
         PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0 ||
-        PyModule_AddObjectRef(m, "SlotRun", (PyObject *)&SlotRunType) < 0) {
+        PyModule_AddObjectRef(m, "SlotRun", (PyObject *)&SlotRunType) < 0 ||
+        PyModule_AddObjectRef(m, "ShmRun", (PyObject *)&ShmRunType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

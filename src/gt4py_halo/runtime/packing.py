@@ -74,8 +74,14 @@ def block_copies(blocks: Sequence[Block], xp: ModuleType) -> list[Copy]:
     ``copyto`` each."""
     if xp is not np:
         return [partial(xp.copyto, dst, src) for dst, src in blocks]
-    program = [word for b in blocks for word in (_record(*b) if len(b) == 2 else _entries(*b))]
-    return [partial(_native.run, np.array(program, np.int64))] if program else []
+    program = block_program(blocks)
+    return [partial(_native.run, program)] if program.size else []
+
+
+def block_program(blocks: Sequence[Block]) -> np.ndarray:
+    """The ``_native.run`` program of host ``blocks`` (empty where they copy nothing)."""
+    words = [word for b in blocks for word in (_record(*b) if len(b) == 2 else _entries(*b))]
+    return np.array(words, np.int64)
 
 
 def _record(dst: np.ndarray, src: np.ndarray) -> list[int]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -52,7 +51,7 @@ from gt4py_halo.errors import BackendError, BackendUnavailableError, FieldError,
 from gt4py_halo.runtime.agreement import described, report_wait
 from gt4py_halo.runtime.identity_cache import unowned_view
 from gt4py_halo.runtime.in_flight import UNFINISHED
-from gt4py_halo.runtime.packing import Block, _region_views, _segment, block_copies, self_blocks
+from gt4py_halo.runtime.packing import Block, _region_views, _segment, block_program, self_blocks
 
 #: Exchanges a rank may have in flight at once (its control records).
 SLOTS = 16
@@ -95,9 +94,9 @@ class ShmTransport:
         node.Free()
         #: per plan name and neighbour rank, the cells it sends this rank, in its indices
         self.sources = _sources(comm, decomposition)
-        self._started = 0  # exchanges started (numbered alike on every rank)
-        #: per slot, the count of reads its record must reach before its fields may change
-        self.expected_reads = [0] * SLOTS
+        #: exchanges started (numbered alike on every rank), then per slot the count of reads
+        #: its record must reach before its fields may change (``_native.ShmRun`` counts too)
+        self.state = np.zeros(1 + SLOTS, np.int64)
         #: exchanges started and not finished, by slot
         self.in_flight: dict[int, PendingShmExchange] = {}
         comm.Barrier()  # every record zeroed before any is read
@@ -114,17 +113,20 @@ class ShmTransport:
     def record(self, rank: int, slot: int) -> np.ndarray:
         return self._records[rank][slot]
 
-    def next_number(self) -> tuple[int, int]:
-        """The number and slot of the exchange starting now."""
-        number = self._started
-        slot = number % SLOTS
-        if slot in self.in_flight:
+    def records_at(self, rank: int) -> int:
+        """The address of ``rank``'s records."""
+        return self._records[rank].ctypes.data
+
+    def next_number(self) -> int:
+        """The number of the exchange starting now."""
+        number = int(self.state[0])
+        if number % SLOTS in self.in_flight:
             raise BackendError(
                 f"the 'shm' backend keeps at most {SLOTS} exchanges in flight per rank; finish "
                 "one before starting another"
             )
-        self._started += 1
-        return number, slot
+        self.state[0] += 1
+        return number
 
 
 def _sources(comm: MPI.Comm, decomposition: Any) -> dict[str, dict[int, Region]]:
@@ -202,14 +204,14 @@ class PreparedShmExchange:
         self.kind = described(plan.name, specs)
         self.specs = specs
         over = [unowned_view(a) for a in arrays]
-        self.local = block_copies(
+        #: the copies to this rank's own halos
+        self.local = block_program(
             [
                 b
                 for n in plan.neighbours
                 if n.rank == plan.rank
                 for b in self_blocks(n.send, n.recv, over)
-            ],
-            np,
+            ]
         )
         sources = transport.sources.get(plan.name, {})
         #: per neighbour this rank reads from: (rank, its cells here, its cells there)
@@ -225,7 +227,11 @@ class PreparedShmExchange:
         #: how many neighbours read this rank's cells
         self.readers = sum(1 for n in plan.remote_neighbours if n.send.count)
         self._over = over  # (views: they hold no array)
-        self._copies: dict[bytes, list[Callable[[], Any]]] = {}
+        #: per key (the neighbours' records' field words), the copies from the neighbours
+        #: and the buffers they go through (``copies``)
+        self._copies: dict[bytes, tuple[np.ndarray, list[np.ndarray]]] = {}
+        #: the last copies bound, as ``_native.ShmRun`` takes them: [key, program, buffers]
+        self._fast: list[Any] = [b"", block_program([]), []]
         self._slots: dict[int, _Slot] = {}
 
     def slot(self, slot: int) -> _Slot:
@@ -238,20 +244,45 @@ class PreparedShmExchange:
     def start(self, arrays: Sequence[Any]) -> PendingShmExchange:
         return PendingShmExchange(self, arrays)
 
-    def exchange(self, arrays: Sequence[Any], waiting: None) -> None:
+    def exchange(self, arrays: Sequence[Any], waiting: Any = None) -> None:
         self.start(arrays).wait()
 
-    def kept(self, arrays: Sequence[Any]) -> Callable[[Sequence[Any], None], None]:
-        """What a kept call of ``arrays`` runs (``_native.ExchangeAgain``): ``exchange``."""
-        return self.exchange
+    def finish_from(self, arrays: Sequence[Any], waiting: Any, number: int, read: bool) -> None:
+        """Finish exchange ``number``, which ``_native.ShmRun`` started (and read, if
+        ``read``), in Python."""
+        PendingShmExchange(self, arrays, number, read).wait()
 
-    def copies(self, records: list[np.ndarray]) -> list[Callable[[], Any]] | str:
-        """The copies from the neighbours whose ``records`` (in ``reads`` order) describe
-        their fields, or what is wrong with a record."""
+    def kept(self, arrays: Sequence[Any]) -> Callable[[Sequence[Any], Any], None]:
+        """What a kept call of ``arrays`` runs (``_native.ExchangeAgain``): the whole
+        exchange in C (``_native.ShmRun``) where nothing else is in flight and the
+        neighbours' fields are those its last copies were bound to, else in Python."""
+        transport = self.transport
+        bases = [transport.records_at(transport.rank)]
+        bases += [transport.records_at(rank) for rank, _, _ in self.reads]
+        return _native.ShmRun(
+            transport.state,
+            transport.in_flight,
+            self.local,
+            self.words,
+            np.array(bases, np.int64),
+            self._fast,
+            self.exchange,
+            self.finish_from,
+            _RECORD,
+            SLOTS,
+            self.signature,
+            len(self.words) // _FIELD,
+            self.readers,
+        )
+
+    def copies(self, records: list[np.ndarray]) -> np.ndarray | str:
+        """The copies (a ``_native.run`` program) from the neighbours whose ``records`` (in
+        ``reads`` order) describe their fields, or what is wrong with a record."""
         key = b"".join(r[_HEAD : _HEAD + len(self.words)].tobytes() for r in records)
         found = self._copies.get(key)
         if found is not None:
-            return found
+            self._fast[:] = [key, *found]
+            return found[0]
         blocks: list[Block] = []
         buffers: list[np.ndarray] = []
         for (rank, here, there), record in zip(self.reads, records):
@@ -259,11 +290,11 @@ class PreparedShmExchange:
             if isinstance(theirs, str):
                 return theirs
             blocks += _blocks(here, there, self._over, theirs, self.specs, buffers)
-        # (a partial holds the buffers the copies go through: alive as long as they are)
-        found = self._copies[key] = [partial(_run, block_copies(blocks, np), buffers)]
+        found = self._copies[key] = (block_program(blocks), buffers)
         if len(self._copies) > 4:  # neighbours' fields that came and went
             del self._copies[next(iter(self._copies))]
-        return found
+        self._fast[:] = [key, *found]
+        return found[0]
 
     def _their_arrays(self, rank: int, record: np.ndarray) -> list[np.ndarray] | str:
         """Views of ``rank``'s fields as its ``record`` gives them, or why they cannot be
@@ -289,11 +320,6 @@ class PreparedShmExchange:
                 np.ndarray(shape, spec.dtype, segment, offset=int(words[1]), strides=strides)
             )
         return arrays
-
-
-def _run(copies: list[Callable[[], Any]], buffers: list[np.ndarray]) -> None:
-    for copy in copies:
-        copy()
 
 
 def _pool(number: int) -> SharedPool | None:
@@ -359,29 +385,38 @@ class _Slot:
 
 class PendingShmExchange:
     """An exchange started: its record published; ``wait`` reads the neighbours' and waits
-    for its readers."""
+    for its readers. Also exchange ``number``, published by ``_native.ShmRun`` (and read
+    there, if ``read``), taken over where C handed it to Python."""
 
-    def __init__(self, prepared: PreparedShmExchange, arrays: Sequence[Any]) -> None:
+    def __init__(
+        self,
+        prepared: PreparedShmExchange,
+        arrays: Sequence[Any],
+        number: int | None = None,
+        read: bool = False,
+    ) -> None:
         transport = prepared.transport
         self._prepared = prepared
-        self._number, slot = transport.next_number()
+        published = number is not None
+        self._number = number = transport.next_number() if number is None else number
+        slot = number % SLOTS
         self._slot = found = prepared.slot(slot)
-        rec = profiling.recorder
-        t = rec.now() if rec else 0.0
-        for copy in prepared.local:
-            copy()
-        if rec:
-            rec.event("self-copies", t, {"copies": len(prepared.local)})
-        own = found.own
-        own[_SIGNATURE] = prepared.signature
-        own[_COUNT] = len(prepared.words) // _FIELD
-        own[_HEAD : _HEAD + len(prepared.words)] = prepared.words
-        transport.expected_reads[slot] += prepared.readers
-        found.readers[1] = transport.expected_reads[slot]
-        _native.flag(found.number, 0, self._number + 1)
+        if not published:
+            rec = profiling.recorder
+            t = rec.now() if rec else 0.0
+            _native.run(prepared.local)
+            if rec:
+                rec.event("self-copies", t, {"copies": prepared.local.size})
+            own = found.own
+            own[_SIGNATURE] = prepared.signature
+            own[_COUNT] = len(prepared.words) // _FIELD
+            own[_HEAD : _HEAD + len(prepared.words)] = prepared.words
+            transport.state[1 + slot] += prepared.readers
+            _native.flag(found.number, 0, number + 1)
+        found.readers[1] = transport.state[1 + slot]
         self._arrays = arrays  # the copies' views do not hold them: alive until finished
         self._problem: str | None = None
-        self._read = False
+        self._read = read
         transport.in_flight[slot] = self
         UNFINISHED[self] = ()
 
@@ -406,8 +441,7 @@ class PendingShmExchange:
             if isinstance(copies, str):
                 wrong = [copies]
             else:
-                for copy in copies:
-                    copy()
+                _native.run(copies)
         for address in slot.read_counts:
             _native.flag(address, 1, 1)
         if wrong:
