@@ -22,6 +22,11 @@ may wait for this rank's reads of an earlier exchange before it starts the next.
 whose neighbour's fields are not what it expects copies nothing from anyone, still counts
 itself on every record it read (no rank is left waiting) and raises ``RanksDisagreeError``.
 
+A blocking call of fields exchanged before runs whole in C (``_native.ShmRun``, from
+``PreparedShmExchange.kept``) while nothing else is in flight: the same steps, the
+neighbours' records compared with those its copies were bound to; where one differs, or a
+wait lasts, it hands the exchange to Python (``finish_from``), which checks and reports.
+
 The plans' send regions are exchanged once, when the transport is made (collectively): a
 rank reads its neighbour's cells in the neighbour's own indices. One node only: ranks on
 other nodes cannot map each other's memory (``BackendUnavailableError`` on every rank).
