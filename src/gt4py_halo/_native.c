@@ -1598,7 +1598,8 @@ static PyObject *flags_reached(PyObject *self, PyObject *args) {
 typedef struct {
     PyObject_HEAD
     PyObject *state;     /* int64 array: count of starts, then the reads expected per slot */
-    PyObject *in_flight; /* dict: the exchanges in flight (the fast path only without any) */
+    PyObject *in_flight; /* dict: the process's 'shm' exchanges in flight (the fast path only
+                            without any: it reads for none of them while it waits) */
     PyObject *local;     /* int64 program: the copies to the rank's own halo */
     PyObject *words;     /* int64 array: the fields' words of its record */
     PyObject *bases;     /* int64 array: its own records' address, then its neighbours' */

@@ -142,6 +142,28 @@ def test_a_rank_waiting_for_the_next_exchange_reads_for_the_last(comm):
         np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
 
 
+@pytest.mark.timeout(120)  # a hang fails
+def test_a_blocking_exchange_reads_for_another_exchange_objects_split_one(comm):
+    """Even ranks start an exchange of one exchange object, exchange (blocking, repeated:
+    from C too) with another, then finish the first; odd ranks finish the first before the
+    blocking ones. An even rank waiting in the blocking exchange reads for the other
+    object's exchange, whose finish its neighbour waits in."""
+    d = gh.CartesianDecomposition((24, 20), halo=1, periodic=True)
+    split, blocking = (gh.make_exchange(d, backend="shm") for _ in range(2))
+    allocator = gh.shared_allocator(d, MiB)
+    a, b = (shared(allocator, filled_local(d, (), np.float64)) for _ in range(2))
+    for _ in range(3):
+        handle = split.start(a)
+        if comm.rank % 2:
+            handle.finish()
+            blocking.exchange(b)
+        else:
+            blocking.exchange(b)
+            handle.finish()
+    for field in (a, b):
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
 @pytest.mark.timeout(120)
 def test_ranks_that_exchange_different_fields_raise_on_every_rank(comm):
     """Rank 0 exchanges one field where the others exchange two: every rank (each has rank 0

@@ -23,7 +23,7 @@ whose neighbour's fields are not what it expects copies nothing from anyone, sti
 itself on every record it read (no rank is left waiting) and raises ``RanksDisagreeError``.
 
 A blocking call of fields exchanged before runs whole in C (``_native.ShmRun``, from
-``PreparedShmExchange.kept``) while nothing else is in flight: the same steps, the
+``PreparedShmExchange.kept``) while no other ``shm`` exchange is in flight: the same steps, the
 neighbours' records compared with those its copies were bound to; where one differs, or a
 wait lasts, it hands the exchange to Python (``finish_from``), which checks and reports.
 
@@ -71,6 +71,10 @@ _FIELD = 3 + 2 * MAX_AXES
 _RECORD = _HEAD + MAX_FIELDS * _FIELD
 #: Seconds of one wait in C between looks from Python (another exchange's reads, a report).
 _LOOK_S = 0.001
+
+#: Every ``shm`` exchange of this process in flight, of any transport (exchange object): a
+#: rank waiting in one reads for the others (``PendingShmExchange._until``).
+IN_FLIGHT: dict[PendingShmExchange, None] = {}
 
 
 class ShmTransport:
@@ -266,7 +270,7 @@ class PreparedShmExchange:
         bases += [transport.records_at(rank) for rank, _, _ in self.reads]
         return _native.ShmRun(
             transport.state,
-            transport.in_flight,
+            IN_FLIGHT,
             self.local,
             self.words,
             np.array(bases, np.int64),
@@ -423,6 +427,7 @@ class PendingShmExchange:
         self._problem: str | None = None
         self._read = read
         transport.in_flight[slot] = self
+        IN_FLIGHT[self] = None
         UNFINISHED[self] = ()
 
     def read(self, block: bool) -> bool:
@@ -482,19 +487,20 @@ class PendingShmExchange:
         finally:
             self._arrays = ()
             transport.in_flight.pop(self._number % SLOTS, None)
+            IN_FLIGHT.pop(self, None)
             UNFINISHED.pop(self, None)
         if self._problem is not None:
             raise RanksDisagreeError(self._problem)
 
     def _until(self, pairs: np.ndarray, what: str) -> None:
         """Wait until the flags of ``pairs`` reach their targets; meanwhile read for this
-        rank's other exchanges in flight whose neighbours are there (a neighbour may be
-        waiting for those reads before it starts the exchange this one waits for, or lets
-        this one's readers go), and say on stderr every ``build_once.REPORT_AFTER_S`` that
-        it waits."""
+        rank's other exchanges in flight whose neighbours are there, of every exchange
+        object (a neighbour may be waiting for those reads before it starts the exchange
+        this one waits for, or lets this one's readers go), and say on stderr every
+        ``build_once.REPORT_AFTER_S`` that it waits."""
         begin = report = time.monotonic()
         while not _native.flags_reached(pairs, _LOOK_S):
-            for pending in list(self._prepared.transport.in_flight.values()):
+            for pending in list(IN_FLIGHT):
                 if pending is not self:
                     pending.read(block=False)
             if time.monotonic() - report >= build_once.REPORT_AFTER_S:
