@@ -1592,23 +1592,25 @@ static PyObject *flags_reached(PyObject *self, PyObject *args) {
 }
 
 
-/* ShmRun (6. above). The record layout is runtime.py's: number, reads, signature, count,
-   then the fields' words. */
+/* ShmRun (6. above). The record layout is runtime.py's: number, signature, count, the
+   fields' words, then at word done the done flags of the neighbours it reads from. */
 #define SHM_FAST_WAIT_S 0.5
 typedef struct {
     PyObject_HEAD
-    PyObject *state;     /* int64 array: count of starts, then the reads expected per slot */
+    PyObject *state;     /* int64 array: the count of starts */
     PyObject *in_flight; /* dict: the process's 'shm' exchanges in flight (the fast path only
                             without any: it reads for none of them while it waits) */
     PyObject *local;     /* int64 program: the copies to the rank's own halo */
     PyObject *words;     /* int64 array: the fields' words of its record */
     PyObject *bases;     /* int64 array: its own records' address, then its neighbours' */
+    PyObject *readers;   /* int64 array: the addresses of its readers' done flags for it, in
+                            their records of slot 0 */
     PyObject *fast;      /* list [key, program, ...]: the copies from the neighbours whose
                             records' field words, one after the other, are the bytes key (the
                             list also holds what the program copies through) */
     PyObject *elsewhere; /* elsewhere(arrays, waiting): the exchange in Python */
     PyObject *slow;      /* slow(arrays, waiting, number, read): the rest of one in Python */
-    int64_t record, slots, signature, count, readers;
+    int64_t record, slots, signature, count, done;
 } ShmRun;
 
 static int shm_run_traverse(ShmRun *self, visitproc visit, void *arg) {
@@ -1617,6 +1619,7 @@ static int shm_run_traverse(ShmRun *self, visitproc visit, void *arg) {
     Py_VISIT(self->local);
     Py_VISIT(self->words);
     Py_VISIT(self->bases);
+    Py_VISIT(self->readers);
     Py_VISIT(self->fast);
     Py_VISIT(self->elsewhere);
     Py_VISIT(self->slow);
@@ -1629,6 +1632,7 @@ static int shm_run_clear(ShmRun *self) {
     Py_CLEAR(self->local);
     Py_CLEAR(self->words);
     Py_CLEAR(self->bases);
+    Py_CLEAR(self->readers);
     Py_CLEAR(self->fast);
     Py_CLEAR(self->elsewhere);
     Py_CLEAR(self->slow);
@@ -1642,11 +1646,11 @@ static void shm_run_dealloc(ShmRun *self) {
 }
 
 static PyObject *shm_run_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *state, *in_flight, *local, *words, *bases, *fast, *elsewhere, *slow;
-    long long record, slots, signature, count, readers;
-    if (!PyArg_ParseTuple(args, "OO!OOOO!OOLLLLL", &state, &PyDict_Type, &in_flight, &local,
-                          &words, &bases, &PyList_Type, &fast, &elsewhere, &slow, &record,
-                          &slots, &signature, &count, &readers))
+    PyObject *state, *in_flight, *local, *words, *bases, *readers, *fast, *elsewhere, *slow;
+    long long record, slots, signature, count, done;
+    if (!PyArg_ParseTuple(args, "OO!OOOOO!OOLLLLL", &state, &PyDict_Type, &in_flight, &local,
+                          &words, &bases, &readers, &PyList_Type, &fast, &elsewhere, &slow,
+                          &record, &slots, &signature, &count, &done))
         return NULL;
     if (PyList_GET_SIZE(fast) < 2 || slots < 1 || record < 4) {
         PyErr_SetString(PyExc_ValueError, "ShmRun: fast is [key, program, ...]; slots > 0");
@@ -1659,6 +1663,7 @@ static PyObject *shm_run_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     self->local = Py_NewRef(local);
     self->words = Py_NewRef(words);
     self->bases = Py_NewRef(bases);
+    self->readers = Py_NewRef(readers);
     self->fast = Py_NewRef(fast);
     self->elsewhere = Py_NewRef(elsewhere);
     self->slow = Py_NewRef(slow);
@@ -1666,7 +1671,7 @@ static PyObject *shm_run_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     self->slots = slots;
     self->signature = signature;
     self->count = count;
-    self->readers = readers;
+    self->done = done;
     return (PyObject *)self;
 }
 
@@ -1682,22 +1687,23 @@ static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
     if (PyDict_GET_SIZE(self->in_flight) != 0) return PyObject_Call(self->elsewhere, args, kwargs);
     PyObject *key_object = Py_NewRef(PyList_GET_ITEM(self->fast, 0));
     PyObject *program = Py_NewRef(PyList_GET_ITEM(self->fast, 1));
-    Py_buffer views[4];
-    PyObject *objects[4] = {self->state, self->words, self->bases, key_object};
+    Py_buffer views[5];
+    PyObject *objects[5] = {self->state, self->words, self->bases, key_object, self->readers};
     int got = 0;
-    for (; got < 4; ++got)
+    for (; got < 5; ++got)
         if (PyObject_GetBuffer(objects[got], &views[got],
                                got == 0 ? PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE : PyBUF_C_CONTIGUOUS) <
             0)
             break;
     PyObject *result = NULL;
     int64_t *pairs = NULL;
-    if (got < 4) goto done;
+    if (got < 5) goto done;
     int64_t *counts = views[0].buf;
-    const int64_t *base = views[2].buf;
+    const int64_t *base = views[2].buf, *readers = views[4].buf;
     Py_ssize_t field_bytes = views[1].len, neighbours = views[2].len / 8 - 1;
-    if (views[0].len / 8 != 1 + self->slots || neighbours < 0) {
-        PyErr_SetString(PyExc_ValueError, "ShmRun: state and bases of other sizes");
+    Py_ssize_t nreaders = views[4].len / 8;
+    if (views[0].len < 8 || neighbours < 0) {
+        PyErr_SetString(PyExc_ValueError, "ShmRun: no count of starts, or no own records");
         goto done;
     }
     int64_t number = counts[0], slot = number % self->slots;
@@ -1706,14 +1712,12 @@ static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
     if (ran == NULL) goto done;
     Py_DECREF(ran);
     int64_t *own = (int64_t *)(intptr_t)(base[0] + offset);
-    own[2] = self->signature;
-    own[3] = self->count;
-    memcpy(own + 4, views[1].buf, (size_t)field_bytes);
-    counts[1 + slot] += self->readers;
-    int64_t readers = counts[1 + slot];
+    own[1] = self->signature;
+    own[2] = self->count;
+    memcpy(own + 3, views[1].buf, (size_t)field_bytes);
     counts[0] = number + 1;
     __atomic_store_n(own, number + 1, __ATOMIC_RELEASE);
-    pairs = PyMem_Malloc(sizeof(int64_t) * 2 * (size_t)(neighbours + 1));
+    pairs = PyMem_Malloc(sizeof(int64_t) * 2 * (size_t)(neighbours + nreaders + 1));
     if (pairs == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -1729,8 +1733,8 @@ static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
     int same = views[3].len == neighbours * field_bytes;
     for (Py_ssize_t i = 0; same && i < neighbours; ++i) {
         const int64_t *theirs = (const int64_t *)(intptr_t)(base[1 + i] + offset);
-        same = theirs[0] == number + 1 && theirs[2] == self->signature &&
-               memcmp(theirs + 4, (const char *)views[3].buf + i * field_bytes,
+        same = theirs[0] == number + 1 && theirs[1] == self->signature &&
+               memcmp(theirs + 3, (const char *)views[3].buf + i * field_bytes,
                       (size_t)field_bytes) == 0;
     }
     if (!same) { /* fields the kept copies were not bound to, or ranks that disagree */
@@ -1740,11 +1744,13 @@ static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
     ran = run(NULL, program);
     if (ran == NULL) goto done;
     Py_DECREF(ran);
-    for (Py_ssize_t i = 0; i < neighbours; ++i)
-        __atomic_add_fetch((int64_t *)(intptr_t)(base[1 + i] + offset + 8), 1, __ATOMIC_ACQ_REL);
-    pairs[0] = base[0] + offset + 8;
-    pairs[1] = readers;
-    if (!shm_reached(pairs, 1, SHM_FAST_WAIT_S)) {
+    for (Py_ssize_t i = 0; i < neighbours; ++i) /* its reads from each are done */
+        __atomic_store_n(own + self->done + i, number + 1, __ATOMIC_RELEASE);
+    for (Py_ssize_t i = 0; i < nreaders; ++i) {
+        pairs[2 * i] = readers[i] + offset;
+        pairs[2 * i + 1] = number + 1;
+    }
+    if (!shm_reached(pairs, nreaders, SHM_FAST_WAIT_S)) {
         result = shm_slow(self, args, number, 1);
         goto done;
     }
@@ -1761,8 +1767,8 @@ static PyTypeObject ShmRunType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.ShmRun",
     .tp_basicsize = sizeof(ShmRun),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "ShmRun(state, in_flight, local, words, bases, fast, elsewhere, slow, record, "
-              "slots, signature, count, readers): called (arrays, waiting), a kept blocking "
+    .tp_doc = "ShmRun(state, in_flight, local, words, bases, readers, fast, elsewhere, slow, "
+              "record, slots, signature, count, done): called (arrays, waiting), a kept blocking "
               "exchange of the 'shm' transport (see the module's source).",
     .tp_new = shm_run_new,
     .tp_traverse = (traverseproc)shm_run_traverse,

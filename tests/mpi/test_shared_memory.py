@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import time
 
 import gt4py.next as gtx
 import numpy as np
@@ -162,6 +163,32 @@ def test_a_blocking_exchange_reads_for_another_exchange_objects_split_one(comm):
             handle.finish()
     for field in (a, b):
         np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+@pytest.mark.timeout(120)  # a hang fails
+def test_a_rank_returns_only_once_its_readers_are_done(comm):
+    """Even ranks exchange from C and overwrite their owned cells at once; odd ranks start
+    their exchange and read only after a delay, the second time longer than the C path
+    waits (Python takes the exchange over from it, its reads done): the odd ranks' halos
+    still hold the values before the overwrite."""
+    if comm.size == 1:
+        pytest.skip("needs a neighbour")
+    d = gh.CartesianDecomposition((24, 20), halo=1, periodic=True)
+    ex = gh.make_exchange(d, backend="shm")
+    field = shared(gh.shared_allocator(d, MiB), filled_local(d, (), np.float64))
+    ex.exchange(field)  # (kept: the next calls of even ranks run from C)
+    for delay in (0.1, 1.0):
+        field[...] = filled_local(d, (), np.float64)
+        comm.Barrier()
+        if comm.rank % 2:
+            handle = ex.start(field)
+            time.sleep(delay)
+            handle.finish()
+            np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+        else:
+            ex.exchange(field)
+            field[d.owned] = -1.0
+        comm.Barrier()
 
 
 @pytest.mark.timeout(120)

@@ -14,13 +14,14 @@ halos, then publishes what its fields are (the signature of their kind, and per 
 pool, offset, shape and strides) and, last, the exchange's number. ``finish`` waits for each
 neighbour's record of that number, checks it against its own (the same kind of fields,
 shapes that hold the boxes it reads), copies the neighbours' owned cells into its halos,
-counts itself as a reader on each neighbour's record, and waits until its own readers have
-all counted themselves: only then may its owned cells change. While it waits (for its
+says in its own record that its reads of that exchange are done (a flag per neighbour it
+reads from), and waits until each of its readers has said so: only then may its owned cells
+change. While it waits (for its
 readers, or for a neighbour's record) it also reads for its other exchanges in flight whose
 neighbours are there: ranks may finish their exchanges in different orders, and a neighbour
 may wait for this rank's reads of an earlier exchange before it starts the next. A rank
-whose neighbour's fields are not what it expects copies nothing from anyone, still counts
-itself on every record it read (no rank is left waiting) and raises ``RanksDisagreeError``.
+whose neighbour's fields are not what it expects copies nothing from anyone, sets all its
+done flags (no rank that waits for it is left waiting) and raises ``RanksDisagreeError``.
 
 A blocking call of fields exchanged before runs whole in C (``_native.ShmRun``, from
 ``PreparedShmExchange.kept``) while no other ``shm`` exchange is in flight: the same steps, the
@@ -44,6 +45,7 @@ from mpi4py import MPI
 
 from gt4py_halo import _native, build_once, profiling
 from gt4py_halo.allocation import SharedPool
+from gt4py_halo.decomposition.collective import raise_on_all_ranks
 from gt4py_halo.decomposition.plan import (
     BoxRegion,
     ExchangePlan,
@@ -63,12 +65,17 @@ SLOTS = 16
 #: Fields one exchange may hold, axes one field may have (the size of a control record).
 MAX_FIELDS = 64
 MAX_AXES = 6
-# a record: the exchange's number + 1 (0: none yet), its readers' count (cumulative over the
-# record's uses), the fields' signature, how many fields; then per field its pool's number,
-# its offset in this rank's part of the pool, ndim, shape and strides (MAX_AXES each)
-_NUMBER, _READS, _SIGNATURE, _COUNT, _HEAD = 0, 1, 2, 3, 4
+#: Neighbours one rank may read from in one plan.
+MAX_SOURCES = 128
+# a record: the exchange's number + 1 (0: none yet), the fields' signature, how many fields;
+# then per field its pool's number, its offset in this rank's part of the pool, ndim, shape
+# and strides (MAX_AXES each); then per neighbour this rank reads from (in the order of its
+# plan), the number + 1 of the exchange whose reads from it are done (all of them where the
+# neighbours disagreed: whoever waits for them goes on)
+_NUMBER, _SIGNATURE, _COUNT, _HEAD = 0, 1, 2, 3
 _FIELD = 3 + 2 * MAX_AXES
-_RECORD = _HEAD + MAX_FIELDS * _FIELD
+_DONE = _HEAD + MAX_FIELDS * _FIELD
+_RECORD = _DONE + MAX_SOURCES
 #: Seconds of one wait in C between looks from Python (another exchange's reads, a report).
 _LOOK_S = 0.001
 
@@ -101,11 +108,12 @@ class ShmTransport:
         ]
         self._records[self.rank][:] = 0
         node.Free()
-        #: per plan name and neighbour rank, the cells it sends this rank, in its indices
-        self.sources = _sources(comm, decomposition)
-        #: exchanges started (numbered alike on every rank), then per slot the count of reads
-        #: its record must reach before its fields may change (``_native.ShmRun`` counts too)
-        self.state = np.zeros(1 + SLOTS, np.int64)
+        #: per plan name and neighbour rank, the cells it sends this rank, in its indices;
+        #: and where this rank is among the neighbours that rank reads from
+        self.sources, self.positions = _neighbourhood(comm, decomposition)
+        #: the count of exchanges started (numbered alike on every rank; ``_native.ShmRun``
+        #: counts too)
+        self.state = np.zeros(1, np.int64)
         #: exchanges started and not finished, by slot
         self.in_flight: dict[int, PendingShmExchange] = {}
         comm.Barrier()  # every record zeroed before any is read
@@ -138,20 +146,35 @@ class ShmTransport:
         return number
 
 
-def _sources(comm: MPI.Comm, decomposition: Any) -> dict[str, dict[int, Region]]:
-    """Per plan of ``decomposition`` and neighbour rank, the region that rank sends this one
-    (in its own indices): every rank's plans' send regions, to their receivers."""
+def _neighbourhood(
+    comm: MPI.Comm, decomposition: Any
+) -> tuple[dict[str, dict[int, Region]], dict[str, dict[int, int]]]:
+    """Per plan of ``decomposition`` and neighbour rank: the region that rank sends this one
+    (in its own indices), and where this rank is among the neighbours that rank reads from
+    (its done flags, ``_DONE``). Collective."""
     dims = getattr(decomposition, "dims", None) or (None,)
-    outgoing: list[dict[str, Region]] = [{} for _ in range(comm.Get_size())]
+    outgoing: list[dict[str, list]] = [{} for _ in range(comm.Get_size())]
+    many = None
     for dim in dims:
         plan = decomposition.plan(dim)
         for neighbour in plan.remote_neighbours:
-            outgoing[neighbour.rank][plan.name] = neighbour.send
-    sources: dict[str, dict[int, Region]] = {}
-    for rank, regions in enumerate(comm.alltoall(outgoing)):
-        for name, region in regions.items():
-            sources.setdefault(name, {})[rank] = region
-    return sources
+            outgoing[neighbour.rank][plan.name] = [neighbour.send, None]
+        sources = [n.rank for n in plan.remote_neighbours if n.recv.count]
+        for position, rank in enumerate(sources):
+            outgoing[rank][plan.name][1] = position
+        if len(sources) > MAX_SOURCES:
+            many = f"{plan.name!r} has {len(sources)} neighbours sending to this rank"
+    raise_on_all_ranks(
+        comm, many and f"{many}; the 'shm' backend takes {MAX_SOURCES}", BackendError
+    )
+    regions: dict[str, dict[int, Region]] = {}
+    positions: dict[str, dict[int, int]] = {}
+    for rank, entries in enumerate(comm.alltoall(outgoing)):
+        for name, (region, position) in entries.items():
+            regions.setdefault(name, {})[rank] = region
+            if position is not None:
+                positions.setdefault(name, {})[rank] = position
+    return regions, positions
 
 
 def _words(plan: ExchangePlan, arrays: Sequence[Any], comm: MPI.Comm) -> np.ndarray:
@@ -233,8 +256,17 @@ class PreparedShmExchange:
                     f"rank {rank} sends {there.count} cells of {plan.name!r} where this rank "
                     f"receives {here.count}: the ranks' plans disagree"
                 )
-        #: how many neighbours read this rank's cells
-        self.readers = sum(1 for n in plan.remote_neighbours if n.send.count)
+        #: the neighbours that read this rank's cells, and where this rank is among theirs
+        positions = transport.positions.get(plan.name, {})
+        self.readers = [
+            (n.rank, positions.get(n.rank, -1)) for n in plan.remote_neighbours if n.send.count
+        ]
+        for rank, position in self.readers:
+            if position < 0:
+                raise RanksDisagreeError(
+                    f"rank {rank} does not read the cells of {plan.name!r} this rank sends it: "
+                    "the ranks' plans disagree"
+                )
         self._over = over  # (views: they hold no array)
         #: per key (the neighbours' records' field words), the copies from the neighbours
         #: and the buffers they go through (``copies``)
@@ -268,12 +300,14 @@ class PreparedShmExchange:
         transport = self.transport
         bases = [transport.records_at(transport.rank)]
         bases += [transport.records_at(rank) for rank, _, _ in self.reads]
+        readers = [transport.records_at(rank) + 8 * (_DONE + j) for rank, j in self.readers]
         return _native.ShmRun(
             transport.state,
             IN_FLIGHT,
             self.local,
             self.words,
             np.array(bases, np.int64),
+            np.array(readers, np.int64),
             self._fast,
             self.exchange,
             self.finish_from,
@@ -281,7 +315,7 @@ class PreparedShmExchange:
             SLOTS,
             self.signature,
             len(self.words) // _FIELD,
-            self.readers,
+            _DONE,
         )
 
     def copies(self, records: list[np.ndarray]) -> np.ndarray | str:
@@ -377,9 +411,9 @@ def _blocks(
 
 class _Slot:
     """What an exchange of one prepared field set in one slot reads and writes, found once:
-    its own record, the neighbours' records it reads, and the addresses of their flags
-    (``ready``: each neighbour's number and the target it must reach, set per exchange;
-    ``readers``: its own count of reads and its target)."""
+    its own record, the neighbours' records it reads, and the flags it waits for (``ready``:
+    each neighbour's number, ``readers``: the done flags its readers set for it; with the
+    targets they must reach, set per exchange)."""
 
     def __init__(self, prepared: PreparedShmExchange, slot: int) -> None:
         transport = prepared.transport
@@ -387,9 +421,11 @@ class _Slot:
         self.records = [transport.record(rank, slot) for rank, _, _ in prepared.reads]
         self.ready = np.zeros((len(self.records), 2), np.int64)
         self.ready[:, 0] = [r[_NUMBER:].ctypes.data for r in self.records]
-        self.read_counts = [r[_READS:].ctypes.data for r in self.records]
         self.number = self.own[_NUMBER:].ctypes.data
-        self.readers = np.array([self.own[_READS:].ctypes.data, 0], np.int64)
+        self.readers = np.zeros((len(prepared.readers), 2), np.int64)
+        self.readers[:, 0] = [
+            transport.record(rank, slot)[_DONE + j :].ctypes.data for rank, j in prepared.readers
+        ]
 
 
 class PendingShmExchange:
@@ -420,9 +456,8 @@ class PendingShmExchange:
             own[_SIGNATURE] = prepared.signature
             own[_COUNT] = len(prepared.words) // _FIELD
             own[_HEAD : _HEAD + len(prepared.words)] = prepared.words
-            transport.state[1 + slot] += prepared.readers
             _native.flag(found.number, 0, number + 1)
-        found.readers[1] = transport.state[1 + slot]
+        found.readers[:, 1] = number + 1
         self._arrays = arrays  # the copies' views do not hold them: alive until finished
         self._problem: str | None = None
         self._read = read
@@ -452,8 +487,9 @@ class PendingShmExchange:
                 wrong = [copies]
             else:
                 _native.run(copies)
-        for address in slot.read_counts:
-            _native.flag(address, 1, 1)
+        done = slot.own[_DONE:].ctypes.data
+        for j in range(MAX_SOURCES if wrong else len(prepared.reads)):
+            _native.flag(done + 8 * j, 0, self._number + 1)
         if wrong:
             self._problem = (
                 "halos not written: "
@@ -483,7 +519,7 @@ class PendingShmExchange:
             if not _native.flags_reached(self._slot.readers, 0.0):
                 self._until(self._slot.readers, "the reads of its own by")
             if rec:
-                rec.event("wait", t, {"readers": self._prepared.readers})
+                rec.event("wait", t, {"readers": [r for r, _ in self._prepared.readers]})
         finally:
             self._arrays = ()
             transport.in_flight.pop(self._number % SLOTS, None)
