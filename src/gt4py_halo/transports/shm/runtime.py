@@ -191,6 +191,8 @@ def _words(plan: ExchangePlan, arrays: Sequence[Any], comm: MPI.Comm) -> np.ndar
                 f"field {i}: the 'shm' backend exchanges host (NumPy) fields only, got "
                 f"{type(array).__name__}"
             )
+        if array.ndim > MAX_AXES:
+            raise FieldError(f"field {i} has {array.ndim} axes; the 'shm' backend takes {MAX_AXES}")
         if array.size == 0:  # no cell to read: no memory to name
             words[i, :3] = (-1, 0, array.ndim)
             words[i, 3 : 3 + array.ndim] = array.shape
@@ -205,8 +207,6 @@ def _words(plan: ExchangePlan, arrays: Sequence[Any], comm: MPI.Comm) -> np.ndar
                 "backend exchanges with gh.shared_allocator(decomposition, nbytes) of this "
                 "decomposition (gtx.zeros(domain, allocator=...))"
             )
-        if array.ndim > MAX_AXES:
-            raise FieldError(f"field {i} has {array.ndim} axes; the 'shm' backend takes {MAX_AXES}")
         pool, offset = found
         n = array.ndim
         words[i, :3] = (pool.number, offset, n)
@@ -248,12 +248,13 @@ class PreparedShmExchange:
         sources = transport.sources.get(plan.name, {})
         #: per neighbour this rank reads from: (rank, its cells here, its cells there)
         self.reads = [
-            (n.rank, n.recv, sources[n.rank]) for n in plan.remote_neighbours if n.recv.count
+            (n.rank, n.recv, sources.get(n.rank)) for n in plan.remote_neighbours if n.recv.count
         ]
         for rank, here, there in self.reads:
-            if here.count != there.count:
+            if there is None or here.count != there.count:
+                sent = 0 if there is None else there.count
                 raise RanksDisagreeError(
-                    f"rank {rank} sends {there.count} cells of {plan.name!r} where this rank "
+                    f"rank {rank} sends {sent} cells of {plan.name!r} where this rank "
                     f"receives {here.count}: the ranks' plans disagree"
                 )
         #: the neighbours that read this rank's cells, and where this rank is among theirs
