@@ -46,6 +46,17 @@ def test_the_icon4py_diffusion_example(capsys) -> None:
         assert "DIFFERENT" not in printed and "not run" not in printed
 
 
+def test_the_shared_memory_example(capsys) -> None:
+    """Both transports give the bits of one rank alone."""
+    example = load_example(EXAMPLES / "shared_memory.py")
+    assert example.main(["--shape", "20,18,6", "--steps", "3"]) == 0
+    printed = capsys.readouterr().out
+    if example.MPI.COMM_WORLD.rank == 0:
+        for backend in ("shm", "mpi"):
+            assert f"| {backend} |" in printed
+        assert printed.count("identical bit for bit to one rank alone") == 2
+
+
 def test_the_shallow_water_example(capsys) -> None:
     """A step written with halo annotations only (uneven blocks): the four exchanges placed,
     and the bits of one rank alone."""
