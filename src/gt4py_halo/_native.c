@@ -48,9 +48,9 @@
 
    5. flag(address, op, value), flags_reached(pairs, seconds): the flags of the 'shm'
    transport (gt4py_halo/transports/shm/runtime.py), int64 words in a node's shared memory
-   that other processes read and write: flag stores value with release order (op 0), adds it
-   atomically (op 1) or loads with acquire order (op 2, value unused), so that what a rank
-   wrote before a store or add is seen by a rank that then loads it. flags_reached waits until
+   that other processes read and write: flag stores value with release order (op 0) or loads
+   with acquire order (op 1, value unused), so that what a rank wrote before a store is seen
+   by a rank that then loads it. flags_reached waits until
    each word of pairs (a C-contiguous int64 buffer of address, target pairs) holds at least
    its target, yielding the core between looks (ranks may share cores) and the GIL meanwhile;
    false if seconds passed first (the caller says that it waits, and waits again). The
@@ -1571,9 +1571,8 @@ static PyObject *flag(PyObject *self, PyObject *args) {
         __atomic_store_n(word, (int64_t)value, __ATOMIC_RELEASE);
         Py_RETURN_NONE;
     }
-    if (op == 1) return PyLong_FromLongLong(__atomic_add_fetch(word, (int64_t)value, __ATOMIC_ACQ_REL));
-    if (op == 2) return PyLong_FromLongLong(__atomic_load_n(word, __ATOMIC_ACQUIRE));
-    PyErr_SetString(PyExc_ValueError, "flag(address, op, value): op 0 (store), 1 (add), 2 (load)");
+    if (op == 1) return PyLong_FromLongLong(__atomic_load_n(word, __ATOMIC_ACQUIRE));
+    PyErr_SetString(PyExc_ValueError, "flag(address, op, value): op 0 (store) or 1 (load)");
     return NULL;
 }
 
@@ -1796,8 +1795,8 @@ static PyMethodDef methods[] = {
      "arrays(fields, ndarray, as_array): [f if type(f) is ndarray else as_array(f, i) for i, f "
      "in enumerate(fields)]."},
     {"flag", flag, METH_VARARGS,
-     "flag(address, op, value): store (op 0, release), add (1) or load (2, acquire) an int64 "
-     "shared with other processes; the add and load return the word's value."},
+     "flag(address, op, value): store (op 0, release) or load (1, acquire) an int64 shared "
+     "with other processes; the load returns the word's value."},
     {"flags_reached", flags_reached, METH_VARARGS,
      "flags_reached(pairs, seconds): wait until each int64 at pairs' addresses reaches its "
      "target; false if seconds passed first."},

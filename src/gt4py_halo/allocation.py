@@ -1,7 +1,6 @@
-"""Where GT4Py fields live: GT4Py's CPU layout with start addresses spread over 4 KiB, and
-(``shared_allocator``) the same in a node's shared memory, which the ``shm`` transport reads.
-
-Fields whose memory does not alias: GT4Py's CPU layout, start addresses spread over 4 KiB.
+"""Where GT4Py fields live: GT4Py's CPU layout with start addresses spread over 4 KiB
+(``staggered_allocator``), and the same in a node's shared memory, which the ``shm``
+transport reads (``shared_allocator``).
 
 GT4Py's CPU allocator aligns the first element of every field to 64 bytes inside a
 page-aligned allocation, so every field starts at the same address modulo 4 KiB. A loop that
@@ -79,8 +78,8 @@ def shared_allocator(decomposition: Any, nbytes: int) -> Any:
     its own; ranks may reserve different sizes) in one MPI shared window per node, once. Fields
     are cut from it as they are allocated (``gtx.zeros(domain, allocator=...)``; NumPy
     arrays with ``allocator.empty(shape, dtype, order)``) and their memory returns to it when
-    the last view of them dies; a field that no longer fits is a ``FieldError`` naming what is left. The memory
-    stays mapped until MPI is finalized (a field may outlive every Python reference to the
+    the last view of them dies; a field that no longer fits is a ``FieldError`` naming what
+    is left. The memory stays mapped until MPI is finalized (a field may outlive every Python reference to the
     allocator)."""
     pool = SharedPool(decomposition.comm, nbytes)
     from gt4py.storage import allocators
@@ -122,8 +121,9 @@ class SharedPool:
             bad = f"nbytes must be a number of bytes >= 0, got {nbytes!r}"
         raise_on_all_ranks(comm, bad, FieldError)
         self.group = comm.Get_group()  # (outlives the communicator)
-        self.node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
-        self.window = MPI.Win.Allocate_shared(max(int(nbytes), 1), 1, comm=self.node)
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+        self.window = MPI.Win.Allocate_shared(max(int(nbytes), 1), 1, comm=node)
+        node.Free()
         self._bytes = np.frombuffer(self.window.tomemory(), np.uint8)[: int(nbytes)]
         self.base = self._bytes.ctypes.data
         self._holes = [(0, int(nbytes))]  # free (start, stop), in address order
@@ -155,9 +155,8 @@ class SharedPool:
                 "than its bytes)"
             )
         self._last = self.base + at
-        pieces = [(low, at), (at + length + (-length % 64), high)]
-        self._holes[k : k + 1] = [(a, b) for a, b in pieces if b > a]
         stop = at + length + (-length % 64)
+        self._holes[k : k + 1] = [(a, b) for a, b in ((low, at), (stop, high)) if b > a]
         block = _Block(memoryview(self._bytes[at : at + length]))
         weakref.finalize(block, self._free, at, stop)
         return np.frombuffer(block, np.uint8)
@@ -173,7 +172,8 @@ class SharedPool:
         self._holes.insert(k, (start, stop))
 
     def segment(self, rank: int) -> np.ndarray:
-        """The bytes of node rank ``rank``'s part of the window (``rank`` in ``node``)."""
+        """The bytes of node rank ``rank``'s part of the window (its rank among the node's
+        ranks of the communicator, in the communicator's order)."""
         found = self._segments.get(rank)
         if found is None:
             memory, _ = self.window.Shared_query(rank)

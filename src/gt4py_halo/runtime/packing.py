@@ -131,7 +131,9 @@ def _entries(dst: np.ndarray, src: np.ndarray, indices: np.ndarray, scatter: boo
 
 class MessageBuffer:
     """One contiguous byte buffer holding ``header`` (bytes a transport sends first, written
-    once here), every field's cells of one message, then ``trailer`` (written once too)."""
+    once here), every field's cells of one message, then ``trailer`` (written once too).
+    ``data``: the bytes to lay it over (another buffer's, of the same cell count: the same
+    cells seen in another region's order), else allocated here."""
 
     def __init__(
         self,
@@ -140,10 +142,13 @@ class MessageBuffer:
         xp: ModuleType,
         trailer: bytes = b"",
         header: bytes = b"",
+        data: Any = None,
     ) -> None:
         offsets, nbytes = segment_offsets(region.count, specs)
         start = len(header)
-        self.data = xp.empty(start + nbytes + len(trailer), dtype=xp.uint8)
+        self.data = (
+            xp.empty(start + nbytes + len(trailer), dtype=xp.uint8) if data is None else data
+        )
         for at, written in ((0, header), (start + nbytes, trailer)):
             if written:
                 self.data[at : at + len(written)] = xp.asarray(np.frombuffer(written, np.uint8))

@@ -51,14 +51,13 @@ from gt4py_halo.decomposition.plan import (
     ExchangePlan,
     FieldSpec,
     Region,
-    segment_offsets,
     signature,
 )
 from gt4py_halo.errors import BackendError, BackendUnavailableError, FieldError, RanksDisagreeError
 from gt4py_halo.runtime.agreement import described, report_wait
 from gt4py_halo.runtime.identity_cache import unowned_view
 from gt4py_halo.runtime.in_flight import UNFINISHED
-from gt4py_halo.runtime.packing import Block, _region_views, _segment, block_program, self_blocks
+from gt4py_halo.runtime.packing import Block, MessageBuffer, block_program, self_blocks
 
 #: Exchanges a rank may have in flight at once (its control records).
 SLOTS = 16
@@ -394,20 +393,12 @@ def _blocks(
             for array, other in zip(mine, theirs)
             for a, b in zip(here.boxes, there.boxes)
         ]
-    offsets, nbytes = segment_offsets(here.count, specs)
-    buffer = np.empty(nbytes, np.uint8)
-    buffers.append(buffer)
-    gather: list[Block] = []
-    scatter: list[Block] = []
-    for array, other, offset, spec in zip(mine, theirs, offsets, specs):
-        segment = _segment(buffer, offset, here.count, spec)
-        for index, view in _region_views(there, segment, spec, np):
-            is_box = isinstance(index, tuple)
-            gather.append((view, other[index]) if is_box else (view, other, index, False))
-        for index, view in _region_views(here, segment, spec, np):
-            is_box = isinstance(index, tuple)
-            scatter.append((array[index], view) if is_box else (array, view, index, True))
-    return gather + scatter
+    gathered = MessageBuffer(there, specs, np)  # (laid out as a message of these cells)
+    buffers.append(gathered.data)
+    blocks: list[Block] = []
+    gathered.pack(theirs, blocks, [])
+    MessageBuffer(here, specs, np, data=gathered.data).unpack(mine, blocks, [])
+    return blocks
 
 
 class _Slot:
