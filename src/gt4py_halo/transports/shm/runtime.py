@@ -459,7 +459,8 @@ class PendingShmExchange:
 
     def read(self, block: bool) -> bool:
         """Copy from the neighbours (waiting for their records if ``block``, else only if
-        they are all there) and count this rank on their records; whether it did."""
+        they are all there) and flag those reads done in this rank's own record; whether it
+        did."""
         if self._read:
             return True
         slot, prepared = self._slot, self._prepared
