@@ -1591,8 +1591,8 @@ static PyObject *flags_reached(PyObject *self, PyObject *args) {
 }
 
 
-/* ShmRun (6. above). The record layout is runtime.py's: number, signature, count, the
-   fields' words, then at word done the done flags of the neighbours it reads from. */
+/* ShmRun (6. above). The record layout is runtime.py's: number, signature, count, a stamp
+   (0 here), the fields' words (from word 4, _HEAD), then at word done the done flags of the neighbours it reads from. */
 #define SHM_FAST_WAIT_S 0.5
 typedef struct {
     PyObject_HEAD
@@ -1713,7 +1713,7 @@ static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
     int64_t *own = (int64_t *)(intptr_t)(base[0] + offset);
     own[1] = self->signature;
     own[2] = self->count;
-    memcpy(own + 3, views[1].buf, (size_t)field_bytes);
+    memcpy(own + 4, views[1].buf, (size_t)field_bytes);
     counts[0] = number + 1;
     __atomic_store_n(own, number + 1, __ATOMIC_RELEASE);
     pairs = PyMem_Malloc(sizeof(int64_t) * 2 * (size_t)(neighbours + nreaders + 1));
@@ -1733,7 +1733,7 @@ static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
     for (Py_ssize_t i = 0; same && i < neighbours; ++i) {
         const int64_t *theirs = (const int64_t *)(intptr_t)(base[1 + i] + offset);
         same = theirs[0] == number + 1 && theirs[1] == self->signature &&
-               memcmp(theirs + 3, (const char *)views[3].buf + i * field_bytes,
+               memcmp(theirs + 4, (const char *)views[3].buf + i * field_bytes,
                       (size_t)field_bytes) == 0;
     }
     if (!same) { /* fields the kept copies were not bound to, or ranks that disagree */

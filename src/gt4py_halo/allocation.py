@@ -16,6 +16,7 @@ default fields") has the measurement.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import weakref
 from typing import Any
@@ -123,6 +124,7 @@ class SharedPool:
         self.group = comm.Get_group()  # (outlives the communicator)
         node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
         self.window = MPI.Win.Allocate_shared(max(int(nbytes), 1), 1, comm=node)
+        node_size = node.Get_size()
         node.Free()
         self._bytes = np.frombuffer(self.window.tomemory(), np.uint8)[: int(nbytes)]
         self.base = self._bytes.ctypes.data
@@ -130,7 +132,19 @@ class SharedPool:
         self._last = -1  # the address of the last buffer cut
         self._segments: dict[int, np.ndarray] = {}
         self.number = comm.allreduce(max(_POOLS, default=-1) + 1, MPI.MAX)
+        if self.number >= MAX_POOLS:
+            raise FieldError(
+                f"gh.shared_allocator makes at most {MAX_POOLS} pools per process (this would "
+                f"be number {self.number}): reserve more bytes in fewer allocators"
+            )
         _POOLS[self.number] = self
+        #: per rank of the node, the address and size of its part (what compiled code reads)
+        self.table = np.array(
+            [[self.segment(r).ctypes.data, self.segment(r).nbytes] for r in range(node_size)],
+            np.int64,
+        )
+        POOL_TABLE[self.number] = (self.number + 1, group_key(self.group), node_size, 0)
+        POOL_TABLE[self.number, 3] = self.table.ctypes.data
 
     def malloc(self, length: int) -> np.ndarray:
         """``length`` bytes, 64-byte aligned and, where the last buffer cut started at the
@@ -198,6 +212,24 @@ class SharedPool:
 #: Every pool of this process, by number; kept until exit: fields cut from a pool may outlive
 #: every other reference to it, and its window must outlive them.
 _POOLS: dict[int, SharedPool] = {}
+#: The pools as compiled code finds them (``transports/shm/include/gt4py_halo_shm.hpp``): row
+#: ``number`` holds the number + 1 (0: no pool), ``group_key`` of its ranks, how many ranks
+#: share it and the address of its ``table`` (per rank: address of its part, bytes).
+MAX_POOLS = 1024
+POOL_TABLE = np.zeros((MAX_POOLS, 4), np.int64)
+
+
+def group_key(group: Any) -> int:
+    """A number of the ranks of MPI group ``group`` (their ranks in ``COMM_WORLD``, in order),
+    equal for equal groups: how compiled code tells that a pool is shared by an exchange's
+    ranks, as ``MPI.Group.Compare`` tells Python."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD.Get_group()
+    ranks = MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world)
+    world.Free()
+    digest = hashlib.blake2b(np.array(ranks, np.int64).tobytes(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
 
 
 class _Block:

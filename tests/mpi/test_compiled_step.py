@@ -526,27 +526,40 @@ def test_compiled_exchange_fills_exact_halos(comm) -> None:
         fields = [filled_local(d, levels, dtype, order) for levels, dtype, order in specs]
 
 
-def padded(a: np.ndarray) -> np.ndarray:
-    """``a`` as a view into a buffer with wider rows: its layout is not dense."""
+def padded(a: np.ndarray, allocator=None) -> np.ndarray:
+    """``a`` as a view into a buffer with wider rows (in the pool of ``allocator``, if one is
+    given): its layout is not dense."""
     buffer = np.full((*a.shape[:-1], a.shape[-1] + 3), SENTINEL, dtype=a.dtype)
+    if allocator is not None:
+        buffer = in_pool(allocator, buffer)
     view = buffer[..., : a.shape[-1]]
     view[...] = a
     return view
 
 
-def local_fields(d: gh.CartesianDecomposition, specs: list) -> list:
+def local_fields(d: gh.CartesianDecomposition, specs: list, allocator=None) -> list:
     """Fields filled by ``filled_local``, per (levels, dtype, order) of ``specs``: order
     ``"C"``/``"F"`` NumPy's, ``"P"`` padded (``padded``), ``"gt4py"`` GT4Py's default (I, J, K)
-    field."""
+    field; in the pool of ``allocator`` (``gh.shared_allocator``) if one is given."""
     made = []
     for levels, dtype, order in specs:
+        values = filled_local(d, levels, dtype, "F" if order == "F" else "C")
         if order == "gt4py":
-            made.append(gtx.as_field([I, J, K], filled_local(d, levels, dtype)))
-        elif order == "P":
-            made.append(padded(filled_local(d, levels, dtype)))
-        else:
-            made.append(filled_local(d, levels, dtype, order))
+            made.append(gtx.as_field([I, J, K], values, allocator=allocator))
+            continue
+        if order == "P":
+            values = padded(values, allocator)
+        elif allocator is not None:
+            values = in_pool(allocator, values, order)
+        made.append(values)
     return made
+
+
+def in_pool(allocator, values: np.ndarray, order: str = "C") -> np.ndarray:
+    """A copy of ``values`` in the pool of ``allocator``, in memory order ``order``."""
+    copy = allocator.empty(values.shape, values.dtype, order)
+    copy[...] = values
+    return copy
 
 
 def assert_exact_halos(d: gh.CartesianDecomposition, fields: list, specs: list) -> None:
@@ -1386,12 +1399,13 @@ def test_compiled_exchange_on_a_rank_without_entries_of_a_dim(comm, backend) -> 
         np.testing.assert_array_equal(e3, values(local, (3,), np.int32))
 
 
-@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+@pytest.mark.parametrize("backend", ["mpi", "ghex", "shm"])
 def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend) -> None:
     """Uneven blocks, asymmetric halos, an open axis and a periodic one, blocking and split
     phase; fields of 0, 1 and 2 level axes in C and Fortran order, a padded view and GT4Py's
     default (I, J, K) field (axis 0 contiguous, padded on some ranks only) in the same
-    exchanges, mixed dtypes; with either transport, whose calls the generated code holds."""
+    exchanges, mixed dtypes; with each transport, whose calls the generated code holds
+    (``shm``: the fields in the ranks' shared memory, and new ones in later calls)."""
     d = gh.CartesianDecomposition((19, 13), halo=((1, 2), (2, 1)), periodic=(True, False))
     ex = gh.make_exchange(d, backend=backend)
 
@@ -1404,8 +1418,10 @@ def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend
     specs = [((), np.float64, "C"), ((3,), np.int32, "F"), ((2, 2), np.float32, "C")]
     specs += [((), np.float64, "P"), ((5,), np.float64, "gt4py")]
 
+    allocator = gh.shared_allocator(d, 4 << 20) if backend == "shm" else None
+
     def fresh():
-        return local_fields(d, specs)
+        return local_fields(d, specs, allocator)
 
     fields = fresh()
     for _ in range(2):  # the second call reuses the persistent requests (GHEX: patterns)
@@ -1420,6 +1436,7 @@ def test_compiled_exchange_with_either_transport_fills_exact_halos(comm, backend
     assert ("MPI_Startall(" in code) == (backend == "mpi")
     made = sorted(re.findall(r"new gt4py_halo::GhexRegular<(\d)>\(comm", code))
     assert made == (["3", "4"] if backend == "ghex" else [])  # axes: decomposed and levels
+    assert ("gt4py_halo_shm::finish(" in code) == (backend == "shm")
 
 
 @pytest.mark.parametrize("transport", GPU_TRANSPORTS)

@@ -9,8 +9,17 @@ import time
 import gt4py.next as gtx
 import numpy as np
 import pytest
+from conftest import calls_out_of_step
 from halo_reference import expected_local, filled_local, finish_out_of_order
 from test_cartesian_exchange import CASES
+from test_compiled_step import (
+    CALLS,
+    GLOBAL_SHAPE,
+    bounds,
+    initial_fields,
+    make_step,
+    run_from_python,
+)
 from test_unstructured_exchange import SIZES, local_field, random_mesh, values
 
 import gt4py_halo as gh
@@ -240,14 +249,89 @@ def test_the_pool_is_reused_and_says_when_it_is_full():
         gh.shared_allocator(d, -1)
 
 
-def test_a_compiled_step_names_the_transports_that_compile():
+def test_a_compiled_diffusion_step_equals_the_runtime_path(diffusion, comm):
+    """The demo's two diffusion steps (GT4Py stencils, a blocking and a split exchange) with
+    the compiled ``shm`` exchange, GT4Py's fields in the pool, uneven blocks: bit for bit
+    what the runtime ``mpi`` exchange and the stencils called from Python leave."""
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    step = make_step(diffusion, gh.make_exchange(d, backend="shm"), comm, False)
+    allocator = gh.shared_allocator(d, 4 * MiB)
+    ours = []
+    for field in initial_fields(diffusion, d):
+        ours.append(gtx.empty(field.domain, dtype=field.dtype, allocator=allocator))
+        ours[-1].ndarray[...] = field.ndarray
+    theirs = initial_fields(diffusion, d)
+    ex = gh.make_exchange(d, backend="mpi")
+    for _ in range(CALLS):
+        step(*ours, *bounds(d))
+        run_from_python(diffusion, ex, *theirs, *bounds(d))
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+@pytest.mark.timeout(120)  # a hang fails
+def test_a_compiled_exchange_of_a_field_outside_the_pool_raises_on_every_rank(comm):
+    """Rank 0's field is not in shared memory: it and its neighbours (every rank here) raise
+    after the call, nothing waits for ever; the next call of shared fields fills exact
+    halos."""
     d = gh.CartesianDecomposition((16, 12), halo=1, periodic=True)
     ex = gh.make_exchange(d, backend="shm")
 
-    @gh.program
-    def step(u):
-        ex.exchange(u)
+    @gh.program(comm=comm)
+    def step(a):
+        ex.exchange(a)
 
     field = shared(gh.shared_allocator(d, MiB), filled_local(d, (), np.float64))
+    outside = filled_local(d, (), np.float64) if comm.rank == 0 else field
+    with pytest.raises(gh.RanksDisagreeError, match="rank 0's field 0 is not in memory"):
+        step(outside)
+    step(field)
+    np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+@pytest.mark.timeout(120)  # a hang fails
+def test_compiled_exchanges_of_ranks_out_of_step_raise(comm):
+    """A loop around an exchange whose trips differ between ranks, in kept calls: rank 0 makes
+    two trips in a call and one in the next, the others one and then two. Rank 0's second
+    exchange would read its neighbours' exchange of their next call: each rank that reads a
+    record of another call raises; back in step, exact halos. Then fields of other levels
+    on rank 0 alone: its neighbours raise."""
+    if comm.size == 1:
+        pytest.skip("ranks out of step need two")
+    d = gh.CartesianDecomposition(GLOBAL_SHAPE, halo=1, periodic=True, comm=comm)
+    ex = gh.make_exchange(d, backend="shm")
+
+    @gh.program(comm=comm)
+    def step(a, trips):
+        for _ in range(trips[0]):
+            ex.exchange(a)
+
+    allocator = gh.shared_allocator(d, 4 * MiB)
+    field = shared(allocator, filled_local(d, (3,), np.float64))
+    calls_out_of_step(step, field, any(x.rank == 0 for x in d.plan().directions))
+    field[...] = filled_local(d, (3,), np.float64)
+    one = np.ones(1, dtype=np.int32)
+    step(field, one)
+    np.testing.assert_array_equal(field, expected_local(d, (3,), np.float64))
+    other = shared(allocator, filled_local(d, (2,), np.float64))
+    step(other, one)
+    if comm.rank == 0:
+        with pytest.raises(gh.RanksDisagreeError, match="another kind than this rank"):
+            step(other, one)
+    else:
+        with pytest.raises(gh.RanksDisagreeError, match="another kind than this rank"):
+            step(field, one)
+
+
+def test_a_compiled_unstructured_exchange_names_the_transports_that_compile(comm):
+    d = gh.UnstructuredDecomposition(random_mesh(comm))
+    ex = gh.make_exchange(d, backend="shm")
+    dim = next(iter(SIZES))
+
+    @gh.program
+    def step(u):
+        ex.exchange(u, dim=dim)
+
+    field = shared(gh.shared_allocator(d, MiB), local_field(d, dim, (), np.float64, "C"))
     with pytest.raises(gh.BackendError, match="'shm' transport has no compiled expansion"):
         step(field)

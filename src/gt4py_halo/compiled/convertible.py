@@ -177,6 +177,12 @@ def _order(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
     return np.array(order, dtype=np.int32)
 
 
+def _shm_plan_array(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
+    from gt4py_halo.transports.shm.expansion import plan_array
+
+    return plan_array(data, plan)
+
+
 def _block(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
     """This rank's block as GHEX describes it, per decomposed axis: the global extents, the
     first and last owned global index, whether the axis is periodic."""
@@ -188,13 +194,14 @@ def _block(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
 
 #: How each plan array an expansion may read (its ``PLAN_ARRAYS``) is made from this rank's
 #: plan: cartesian, the rank in each direction and the order of the directions in the message
-#: buffers (MPI, NCCL) or this rank's block (GHEX); unstructured,
+#: buffers (MPI, NCCL), this rank's block (GHEX) or its records and boxes (shm); unstructured,
 #: the neighbour ranks and per neighbour (CSR offsets) the local indices to send and to
 #: receive (MPI), or the gids in local order and where the halo lies (GHEX).
 PLAN_DATA: dict[str, Callable[[CompiledExchangeData, ExchangePlan], np.ndarray]] = {
     "peers": _peers,
     "order": _order,
     "domain": _block,
+    "shm": lambda data, plan: _shm_plan_array(data, plan),
     "neighbours": lambda data, plan: np.array(
         [n.rank for n in plan.remote_neighbours], dtype=np.int32
     ),

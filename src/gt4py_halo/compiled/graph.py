@@ -145,6 +145,37 @@ def on_device(fields: Any) -> bool:
     return any(desc.storage == dtypes.StorageType.GPU_Global for desc in fields)
 
 
+def host_tasklet(
+    sdfg: dace.SDFG, node: Any, label: str, code: str, reads: dict[str, str], **options: Any
+) -> None:
+    """Fill ``sdfg`` (``nested_for(node)``) with one state of one C++ tasklet ``label``
+    running ``code`` (``add_cpp_tasklet``, with side effects; ``options``: its state fields,
+    exit code): the whole exchange of a transport that moves the fields in calls of its own.
+    It reads ``reads`` (connector: array) and each field ``_f<i>`` (``in<i>``), writes each
+    field where its phase unpacks (``field<i>``); a start writes its token, a finish reads it."""
+    from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, unpacks
+
+    phase, count = node.spec.phase, node.spec.field_count
+    state = sdfg.add_state(phase)
+    inputs = [*reads, *(f"in{i}" for i in range(count))]
+    outputs = [f"field{i}" for i in range(count)] if unpacks(phase) else []
+    if phase == "start":
+        outputs.append(TOKEN_CONNECTOR)
+    if phase == "finish":
+        inputs.append(TOKEN_CONNECTOR)
+    tasklet = add_cpp_tasklet(state, label, inputs, outputs, code, side_effects=True, **options)
+    for connector, name in reads.items():
+        connect_whole(state, sdfg, state.add_read(name), tasklet, connector)
+    for i in range(count):
+        connect_whole(state, sdfg, state.add_read(f"_f{i}"), tasklet, f"in{i}")
+        if unpacks(phase):
+            connect_whole(state, sdfg, tasklet, state.add_write(f"_f{i}"), f"field{i}")
+    if phase == "start":
+        connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
+    elif phase == "finish":
+        connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
+
+
 def nested_for(node: Any, parent_state: dace.SDFGState, parent_sdfg: dace.SDFG) -> dace.SDFG:
     """An empty SDFG for ``node``'s expansion with one argument per connector of the node,
     described as the arrays connected to it outside."""

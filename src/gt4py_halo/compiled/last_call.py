@@ -194,6 +194,8 @@ class Conversion:
         if take is None or not take(note):
             return
         count, source, got, expected, stamped = note
+        if stamped == 2:
+            raise RanksDisagreeError(f"step {step!r}: {_shm_problem(source, got, expected)}")
         if stamped:
             raise RanksDisagreeError(
                 f"step {step!r} received {count} message(s) unlike expected, the first of "
@@ -215,6 +217,31 @@ class Conversion:
             "or dtypes to one of its exchanges (a rank out of step with the others: a call "
             "skipped, or another call's arguments). The halos of this call are not valid"
         )
+
+
+def _shm_problem(rank: int, problem: int, detail: int) -> str:
+    """What a compiled ``shm`` exchange noted (``transports/shm/include/gt4py_halo_shm.hpp``,
+    ``Problem``): ``rank`` the rank whose record or field it was, ``detail`` its field (or
+    exchange, or the most in flight)."""
+    if problem == 5:
+        return (
+            f"more than {detail} 'shm' exchanges in flight at once: an exchange was refused "
+            "(finish some before starting others). The halos of this call are not valid"
+        )
+    described = {
+        1: f"rank {rank} published its exchange {detail} where this rank ran another: the "
+        "ranks are out of step (a branch or a loop around an exchange that differs between "
+        "ranks, a rank calling the step more often than the others)",
+        2: f"rank {rank} exchanges fields of another kind than this rank ("
+        + (f"field {detail}: its levels or axes" if detail >= 0 else "their count or dtypes")
+        + ")",
+        3: f"rank {rank}'s field {detail} does not hold the box this rank reads, or lies "
+        "outside its shared memory",
+        4: f"rank {rank}'s field {detail} is not in memory the exchange's ranks share: "
+        "allocate the fields a compiled 'shm' exchange gets with gh.shared_allocator of its "
+        "decomposition (a field the step makes itself is not)",
+    }[problem]
+    return f"a compiled 'shm' exchange copied nothing: {described}. The halos of this call are not valid"
 
 
 def element_strides(value: Any) -> tuple[int, ...]:

@@ -6,7 +6,7 @@ the exchanges' pack and unpack maps where the lowering could), appending the rea
 buffer in the step's library; the profile drains it when it ends (``drain``): no Python runs
 per event. An exchange tasklet's phase comes from its label: ``<uid>_post`` / ``<uid>_wait``
 (the arena and gather lowerings), ``<uid>_ghex_start`` / ``_finish`` / ``_exchange`` (GHEX,
-whose blocking node packs, posts, waits and unpacks in one call: ``exchange``). A state is
+whose blocking node packs, posts, waits and unpacks in one call: ``exchange``; shm alike). A state is
 timed by a state before it and one after it, each a tasklet reading the clock: the state's
 event holds the exchange events of the tasklets it runs. These readings are the host's: on a
 GPU, when the work was launched. There the same two tasklets also record a CUDA event each on
@@ -36,6 +36,9 @@ PHASE_OF_LABEL = {
     "_ghex_start": "post",
     "_ghex_finish": "wait",
     "_ghex_exchange": "exchange",
+    "_shm_start": "post",
+    "_shm_finish": "wait",
+    "_shm_exchange": "exchange",
     "_post": "post",
     "_wait": "wait",
 }

@@ -32,7 +32,10 @@ TRANSPORTS = {
         ("gt4py_halo.transports.ghex.runtime", "GhexTransport"),
         ("gt4py_halo.transports.ghex.expansion",),
     ),
-    "shm": Transport(("gt4py_halo.transports.shm.runtime", "ShmTransport"), ()),
+    "shm": Transport(
+        ("gt4py_halo.transports.shm.runtime", "ShmTransport"),
+        ("gt4py_halo.transports.shm.expansion",),
+    ),
     "nccl": Transport(
         ("gt4py_halo.transports.nccl.runtime", "NcclTransport"),
         ("gt4py_halo.transports.nccl.expansion", "gt4py_halo.transports.nccl.unstructured"),

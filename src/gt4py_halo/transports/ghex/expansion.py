@@ -31,10 +31,10 @@ import gridtools_cpp
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
-from gt4py_halo.compiled.graph import add_cpp_tasklet, connect_whole, nested_for, on_device
+from gt4py_halo.compiled.graph import host_tasklet, nested_for, on_device
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.nodes import HaloExchange, UnstructuredHaloExchange
-from gt4py_halo.compiled.phases import TOKEN, TOKEN_CONNECTOR, packs, unpacks
+from gt4py_halo.compiled.phases import packs, unpacks
 from gt4py_halo.errors import BackendUnavailableError, FieldError
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 
@@ -95,12 +95,12 @@ def _expand(
             "the 'ghex' transport has no compiled GPU exchange yet: use the 'mpi' transport "
             "for GPU fields inside @gh.program"
         )
-    state = sdfg.add_state(node.spec.phase)
     ghex_object = f"__state->{uid}_ghex"
     lines = []
-    inputs = [*node.spec.plan_arrays, "comm_handle"] if packs(node.spec.phase) else []
+    reads = {}
     state_fields = []
     if packs(node.spec.phase):
+        reads = {name: f"_{name}" for name in node.spec.plan_arrays} | {"comm_handle": "_comm"}
         kind, created = create(sdfg, fields)
         state_fields.append(f"{kind}* {uid}_ghex = nullptr;")
         lines += [
@@ -115,21 +115,12 @@ def _expand(
         lines.append(f"{ghex_object}->exchange.start({described});")
     if unpacks(node.spec.phase):
         lines.append(f"{ghex_object}->exchange.wait();")
-    outputs = (
-        [f"field{i}" for i in range(node.spec.field_count)] if unpacks(node.spec.phase) else []
-    )
-    if node.spec.phase == "start":
-        outputs.append(TOKEN_CONNECTOR)
-    field_inputs = [f"in{i}" for i in range(node.spec.field_count)]
-    if node.spec.phase == "finish":
-        inputs.append(TOKEN_CONNECTOR)
-    tasklet = add_cpp_tasklet(
-        state,
+    host_tasklet(
+        sdfg,
+        node,
         f"{uid}_ghex_{node.spec.phase}",
-        inputs + field_inputs,
-        outputs,
         "\n".join(lines),
-        side_effects=True,
+        reads,
         state_fields=state_fields,
         code_exit=f"""{{
     int finalized = 0;
@@ -139,18 +130,6 @@ def _expand(
         if packs(node.spec.phase)
         else "",
     )
-    if packs(node.spec.phase):
-        for name in node.spec.plan_arrays:
-            connect_whole(state, sdfg, state.add_read(f"_{name}"), tasklet, name)
-        connect_whole(state, sdfg, state.add_read("_comm"), tasklet, "comm_handle")
-    for i in range(node.spec.field_count):
-        connect_whole(state, sdfg, state.add_read(f"_f{i}"), tasklet, f"in{i}")
-        if unpacks(node.spec.phase):
-            connect_whole(state, sdfg, tasklet, state.add_write(f"_f{i}"), f"field{i}")
-    if node.spec.phase == "start":
-        connect_whole(state, sdfg, tasklet, state.add_write(TOKEN), TOKEN_CONNECTOR)
-    elif node.spec.phase == "finish":
-        connect_whole(state, sdfg, state.add_read(TOKEN), tasklet, TOKEN_CONNECTOR)
     return sdfg
 
 

@@ -66,12 +66,13 @@ MAX_FIELDS = 64
 MAX_AXES = 6
 #: Neighbours one rank may read from in one plan.
 MAX_SOURCES = 128
-# a record: the exchange's number + 1 (0: none yet), the fields' signature, how many fields;
+# a record: the exchange's number + 1 (0: none yet), the fields' signature, how many fields,
+# the stamp of the compiled step's call that runs it (``compiled/stamps.py``; 0 at run time);
 # then per field its pool's number, its offset in this rank's part of the pool, ndim, shape
 # and strides (MAX_AXES each); then per neighbour this rank reads from (in the order of its
 # plan), the number + 1 of the exchange whose reads from it are done (all of them where the
 # neighbours disagreed: whoever waits for them goes on)
-_NUMBER, _SIGNATURE, _COUNT, _HEAD = 0, 1, 2, 3
+_NUMBER, _SIGNATURE, _COUNT, _STAMP, _HEAD = 0, 1, 2, 3, 4
 _FIELD = 3 + 2 * MAX_AXES
 _DONE = _HEAD + MAX_FIELDS * _FIELD
 _RECORD = _DONE + MAX_SOURCES
@@ -89,8 +90,10 @@ class ShmTransport:
     #: Each record carries its fields' signature, checked by its readers.
     checks_each_message = True
 
-    def __init__(self, decomposition: Any) -> None:
-        comm = decomposition.comm
+    def __init__(self, decomposition: Any, comm: MPI.Comm | None = None) -> None:
+        """``comm``: the decomposition's communicator, or one of the same group (the compiled
+        exchanges' own)."""
+        comm = decomposition.comm if comm is None else comm
         node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
         sizes = comm.allgather(node.Get_size())
         if any(size != comm.Get_size() for size in sizes):
@@ -125,6 +128,36 @@ class ShmTransport:
         self, plan: ExchangePlan, arrays: Sequence[Any], specs: tuple[FieldSpec, ...]
     ) -> PreparedShmExchange:
         return PreparedShmExchange(self, plan, arrays, specs)
+
+    def links(
+        self, plan: ExchangePlan
+    ) -> tuple[list[tuple[int, Region, Region]], list[tuple[int, int]]]:
+        """Per neighbour this rank reads from: (rank, its cells here, its cells there), in
+        the plan's order; and the neighbours that read this rank's cells, with where this
+        rank is among theirs (its done flags there). A ``RanksDisagreeError`` where the
+        ranks' plans do not match."""
+        sources = self.sources.get(plan.name, {})
+        reads = [
+            (n.rank, n.recv, sources.get(n.rank)) for n in plan.remote_neighbours if n.recv.count
+        ]
+        for rank, here, there in reads:
+            if there is None or here.count != there.count:
+                sent = 0 if there is None else there.count
+                raise RanksDisagreeError(
+                    f"rank {rank} sends {sent} cells of {plan.name!r} where this rank "
+                    f"receives {here.count}: the ranks' plans disagree"
+                )
+        positions = self.positions.get(plan.name, {})
+        readers = [
+            (n.rank, positions.get(n.rank, -1)) for n in plan.remote_neighbours if n.send.count
+        ]
+        for rank, position in readers:
+            if position < 0:
+                raise RanksDisagreeError(
+                    f"rank {rank} does not read the cells of {plan.name!r} this rank sends it: "
+                    "the ranks' plans disagree"
+                )
+        return reads, readers
 
     def record(self, rank: int, slot: int) -> np.ndarray:
         return self._records[rank][slot]
@@ -244,29 +277,7 @@ class PreparedShmExchange:
                 for b in self_blocks(n.send, n.recv, over)
             ]
         )
-        sources = transport.sources.get(plan.name, {})
-        #: per neighbour this rank reads from: (rank, its cells here, its cells there)
-        self.reads = [
-            (n.rank, n.recv, sources.get(n.rank)) for n in plan.remote_neighbours if n.recv.count
-        ]
-        for rank, here, there in self.reads:
-            if there is None or here.count != there.count:
-                sent = 0 if there is None else there.count
-                raise RanksDisagreeError(
-                    f"rank {rank} sends {sent} cells of {plan.name!r} where this rank "
-                    f"receives {here.count}: the ranks' plans disagree"
-                )
-        #: the neighbours that read this rank's cells, and where this rank is among theirs
-        positions = transport.positions.get(plan.name, {})
-        self.readers = [
-            (n.rank, positions.get(n.rank, -1)) for n in plan.remote_neighbours if n.send.count
-        ]
-        for rank, position in self.readers:
-            if position < 0:
-                raise RanksDisagreeError(
-                    f"rank {rank} does not read the cells of {plan.name!r} this rank sends it: "
-                    "the ranks' plans disagree"
-                )
+        self.reads, self.readers = transport.links(plan)
         self._over = over  # (views: they hold no array)
         #: per key (the neighbours' records' field words), the copies from the neighbours
         #: and the buffers they go through (``copies``)

@@ -1,0 +1,228 @@
+"""The ``shm`` expansion of ``HaloExchange``: halos copied from the neighbours' fields in C++.
+
+The runtime ``shm`` exchange's protocol (``runtime.py``) in the step's own code: each phase is
+one C++ tasklet calling ``include/gt4py_halo_shm.hpp``, which copies each halo box straight
+from the neighbour's field in the node's shared memory (fields from ``gh.shared_allocator``):
+no buffer, no message, no Python between the step's stencils. The start copies the rank's own
+periodic halos and publishes its fields; the finish copies from the neighbours and waits
+until its readers are done.
+
+The exchange data of a step has control records of its own (``ShmTransport`` over its private
+communicator, made collectively with the data); what differs between ranks comes in as one
+int64 plan array per plan (``plan_array``): the records' and counters' addresses, the pools'
+table (``allocation.POOL_TABLE``), and per direction the neighbour to read from and the boxes
+here and there. The generated code is the same on every rank.
+
+A neighbour's fields unlike this rank's (another kind, a box outside them, memory outside the
+pools of the exchange's ranks) are noted, nothing copied and every wait released:
+``compiled/last_call.py`` raises a ``RanksDisagreeError`` after the call on each rank that
+saw it. CPU fields of cartesian plans; unstructured exchanges use ``mpi`` or ``ghex``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from pathlib import Path
+from typing import Any, ClassVar
+
+import dace
+import dace.library
+import numpy as np
+from dace.symbolic import symstr
+from dace.transformation.transformation import ExpandTransformation
+
+from gt4py_halo.allocation import MAX_POOLS, POOL_TABLE, group_key
+from gt4py_halo.compiled.graph import host_tasklet, nested_for, on_device
+from gt4py_halo.compiled.lowered import Lowered
+from gt4py_halo.compiled.nodes import HaloExchange
+from gt4py_halo.compiled.phases import packs, unpacks
+from gt4py_halo.compiled.stamps import STAMP
+from gt4py_halo.decomposition.plan import ExchangePlan
+from gt4py_halo.errors import FieldError
+from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
+from gt4py_halo.transports.shm import runtime
+from gt4py_halo.transports.shm.runtime import ShmTransport
+
+#: The header's words of the plan array (``include/gt4py_halo_shm.hpp``, before the lists).
+_HEAD = 11
+
+
+@dace.library.environment
+class Shm:
+    """Our header (next to this module); MPI's, whose note of what went wrong it shares."""
+
+    cmake_minimum_version = None
+    cmake_packages: ClassVar = []
+    cmake_files: ClassVar = []
+    cmake_variables: ClassVar = {}
+    cmake_includes: ClassVar = [str(Path(__file__).parent / "include")]
+    cmake_libraries: ClassVar = []
+    cmake_compile_flags: ClassVar = []
+    cmake_link_flags: ClassVar = []
+    headers: ClassVar = {"frame": ["gt4py_halo_shm.hpp"]}
+    state_fields: ClassVar = []
+    init_code = ""
+    finalize_code = ""
+    dependencies: ClassVar = [MpiEnvironment]
+
+
+class _Records:
+    """The control records of one exchange data's compiled exchanges, and the counters its
+    code keeps: exchanges started, then per slot whether one is in flight."""
+
+    def __init__(self, data: Any) -> None:
+        self.transport = ShmTransport(data.decomposition, data.comm)
+        self.counters = np.zeros(1 + runtime.SLOTS, np.int64)
+        group = data.comm.Get_group()
+        self.group = group_key(group)
+        group.Free()
+
+
+_RECORDS: weakref.WeakKeyDictionary[Any, _Records] = weakref.WeakKeyDictionary()
+
+
+class _PlanArray(np.ndarray):
+    """A plan array holding what its addresses point into (the records' window)."""
+
+    records: _Records
+
+
+def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
+    """The plan array of ``plan`` (``include/gt4py_halo_shm.hpp`` says its words), for the
+    exchange data ``data`` (``convertible.CompiledExchangeData``). Collective the first time
+    for ``data`` (its records are made), like the data itself."""
+    records = _RECORDS.get(data)
+    if records is None:
+        records = _RECORDS[data] = _Records(data)
+    transport = records.transport
+    reads, readers = transport.links(plan)
+    listed, axes = len(plan.directions), len(plan.local_shape)
+    rows = []
+    for j, (_, here, there) in enumerate(reads):
+        rows += [(j, a, b) for a, b in zip(here.boxes, there.boxes) if a.size]
+    for neighbour in plan.neighbours:
+        if neighbour.rank == plan.rank:
+            pairs = zip(neighbour.recv.boxes, neighbour.send.boxes)
+            rows += [(-1, a, b) for a, b in pairs if a.size]
+    if any(a.shape != b.shape for _, a, b in rows) or max(len(reads), len(rows)) > listed:
+        raise FieldError(f"the 'shm' transport cannot read plan {plan.name!r} box by box")
+    words = np.zeros(_HEAD + 4 * listed + listed * (1 + 3 * axes), np.int64)
+    words[:_HEAD] = (
+        records.counters.ctypes.data,
+        POOL_TABLE.ctypes.data,
+        MAX_POOLS,
+        transport.rank,
+        records.group,
+        len(reads),
+        len(readers),
+        len(rows),
+        transport.records_at(transport.rank),
+        axes,
+        listed,
+    )
+    at = _HEAD
+    for rank, _, _ in reads:
+        words[at : at + 2] = (rank, transport.records_at(rank))
+        at += 2
+    at = _HEAD + 2 * listed
+    for rank, position in readers:
+        words[at : at + 2] = (rank, transport.records_at(rank) + 8 * (runtime._DONE + position))
+        at += 2
+    at = _HEAD + 4 * listed
+    for source, here, there in rows:
+        words[at : at + 1 + 3 * axes] = (source, *here.start, *here.shape, *there.start)
+        at += 1 + 3 * axes
+    kept = words.view(_PlanArray)
+    kept.records = records
+    return kept
+
+
+def _signature(plan: str, fields: list[Any]) -> int:
+    """What the ranks' records must agree on: the plan, the fields' dtypes and axes (their
+    level extents are compared at run time)."""
+    described = ";".join([f"{f.dtype.to_string()}/{len(f.shape)}" for f in fields] + [plan])
+    digest = hashlib.blake2b(described.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def _field(desc: Any, i: int) -> str:
+    """The C++ description of field ``i`` (connector ``in{i}``): address, axes, bytes per
+    element, shape and strides in bytes."""
+    if len(desc.shape) > runtime.MAX_AXES:
+        raise FieldError(
+            f"field {i} has {len(desc.shape)} axes; the 'shm' transport takes {runtime.MAX_AXES}"
+        )
+    size = desc.dtype.bytes
+    shape = ", ".join(symstr(n, cpp_mode=True) for n in desc.shape)
+    strides = ", ".join(f"({symstr(s, cpp_mode=True)}) * {size}" for s in desc.strides)
+    return f"{{(char*)in{i}, {len(desc.shape)}, {size}, {{{shape}}}, {{{strides}}}}}"
+
+
+@dace.library.register_expansion(HaloExchange, "SHM")
+class ExpandHaloExchangeShm(ExpandTransformation):
+    """Lower the cartesian ``HaloExchange`` to copies from the neighbours' shared fields."""
+
+    environments: ClassVar[list] = [Shm]
+    #: The plan arrays the node gets (``convertible.exchange_sdfg``).
+    PLAN_ARRAYS = ("shm",)
+
+    @staticmethod
+    def expansion(
+        node: Any,
+        parent_state: dace.SDFGState,
+        parent_sdfg: dace.SDFG,
+        lowered: Lowered | None = None,
+    ) -> dace.SDFG:
+        """``lowered``: nothing to record there, the copies are the header's."""
+        spec = node.spec
+        uid, phase = spec.uid, spec.phase
+        sdfg = nested_for(node, parent_state, parent_sdfg)
+        fields = [sdfg.arrays[f"_f{i}"] for i in range(spec.field_count)]
+        if on_device(fields):
+            raise FieldError(
+                "the 'shm' transport has no compiled GPU exchange: use the 'mpi' or 'nccl' "
+                "transport for GPU fields inside @gh.program"
+            )
+        layout = ", ".join(
+            str(n)
+            for n in (
+                runtime.SLOTS,
+                runtime._RECORD,
+                runtime._STAMP,
+                runtime._HEAD,
+                runtime._FIELD,
+                runtime._DONE,
+                runtime.MAX_AXES,
+                runtime.MAX_SOURCES,
+            )
+        )
+        described = ", ".join(_field(desc, i) for i, desc in enumerate(fields))
+        fields_of = f"comm_handle[{STAMP}], {_signature(spec.plan, fields)}L, {len(fields)}, fields"
+        number = f"__state->{uid}_number"
+        lines = [
+            f"const gt4py_halo_shm::Layout layout{{{layout}}};",
+            f"const gt4py_halo_shm::Field fields[{len(fields)}] = {{{described}}};",
+        ]
+        if packs(phase):
+            lines.append(
+                f"{number} = gt4py_halo_shm::start((const long*)shm, layout, {fields_of});"
+            )
+        if unpacks(phase):
+            lines.append(
+                f"gt4py_halo_shm::finish((const long*)shm, layout, {number}, {fields_of});"
+            )
+        host_tasklet(
+            sdfg,
+            node,
+            f"{uid}_shm_{phase}",
+            "\n".join(lines),
+            {"shm": "_shm", "comm_handle": "_comm"},
+            state_fields=[f"long {uid}_number = -1;"] if packs(phase) else [],
+        )
+        return sdfg
+
+    @staticmethod
+    def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
+        """None: the copies go from field to field."""
+        return []

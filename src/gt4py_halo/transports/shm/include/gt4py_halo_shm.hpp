@@ -1,0 +1,290 @@
+// The compiled `shm` exchange (transports/shm/expansion.py): the protocol of the runtime one
+// (transports/shm/runtime.py, whose module docstring says it in full) in C++, on control
+// records of the compiled exchange data's own (a window of its private communicator).
+//
+// start: the copies to the rank's own halo, then its record (signature, and per field its
+// pool, offset, shape and strides) and, last, the exchange's number (a release store).
+// finish: wait for each neighbour's record of that number, check it (the same kind of fields,
+// their boxes inside their fields and their fields inside their shared memory), copy the
+// neighbours' owned cells into the halos, set this rank's done flag per neighbour, wait for
+// each reader's done flag for this rank. Ranks run a step's exchanges in the same order, so
+// no wait here needs another exchange read first.
+//
+// A rank whose neighbour's record is not what it expects copies nothing, sets every done
+// flag (no rank that waits for it is left waiting) and notes it (gt4py_halo_mpi.hpp's note,
+// kind 2: compiled/last_call.py raises after the call). A rank's field outside the shared
+// memory of the exchange's ranks is published as such (pool -2): its readers note it too.
+//
+#pragma once
+#include <sched.h>
+
+#include "gt4py_halo_mpi.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace gt4py_halo_shm {
+
+// plan array: the counters' address (exchanges started, then per slot whether its exchange
+// is in flight), the pool table's
+// (allocation.py POOL_TABLE) and its rows, this rank, the key of the exchange's group, how
+// many sources, readers and rows, the address of this rank's records, the axes of the plan;
+// then per source (rank, address of its records), per reader (rank, the address of its done
+// flag for this rank in its record of slot 0), per row (source, -1: this rank; the box here:
+// start and shape; the box there: start), each list as long as the plan's directions.
+enum { COUNTERS, POOLS, POOL_ROWS, RANK, GROUP, SOURCES, READERS, ROWS, RECORDS, AXES, LISTED, HEAD };
+
+// The words of a record (runtime.py): number + 1, signature, count, at `stamp` the stamp of
+// the step's call (compiled/stamps.py), from `fields` per field (pool, offset, ndim,
+// shape[max_axes], strides[max_axes] in bytes), then at `done` the done flags.
+struct Layout {
+    long slots, record, stamp, fields, field, done, max_axes, max_sources;
+};
+
+struct Field {
+    char* data;
+    long ndim, itemsize;
+    long shape[6], strides[6];  // strides in bytes
+};
+
+// Why a record is not what this rank expects: the note's `got` (kind 2), its `expected` a
+// detail (compiled/last_call.py says them); a record of another call of the step is noted
+// as the MPI exchanges note a message of one (kind 1: its stamp and this rank's).
+enum Problem { OUT_OF_STEP = 1, OTHER_FIELDS, OUTSIDE, NOT_SHARED, TOO_MANY, OTHER_CALL };
+
+static inline void note(long source, long problem, long detail, long stamp) {
+    gt4py_halo_mpi::Unexpected& found = gt4py_halo_mpi::unexpected();
+    if (found.count++ == 0) {
+        found.source = source, found.stamped = problem == OTHER_CALL ? 1 : 2;
+        found.got = problem == OTHER_CALL ? detail : problem;
+        found.expected = problem == OTHER_CALL ? stamp : detail;
+    }
+}
+
+static inline long load(const long* at) { return __atomic_load_n(at, __ATOMIC_ACQUIRE); }
+static inline void store(long* at, long value) { __atomic_store_n(at, value, __ATOMIC_RELEASE); }
+
+// Until *at >= target; counted as a wait (gt4py_halo_mpi::waits, watched from Python).
+static inline void reach(const long* at, long target) {
+    if (load(at) >= target) return;
+    __atomic_fetch_add(&gt4py_halo_mpi::waits(), 1, __ATOMIC_RELAXED);
+    while (load(at) < target) sched_yield();
+    __atomic_fetch_add(&gt4py_halo_mpi::waits(), 1, __ATOMIC_RELAXED);
+}
+
+template <typename T>
+static inline void copy_run(char* to, long to_step, const char* from, long from_step, long n) {
+    for (long i = 0; i < n; ++i) {
+        T value;
+        std::memcpy(&value, from + i * from_step, sizeof(T));
+        std::memcpy(to + i * to_step, &value, sizeof(T));
+    }
+}
+
+// The box of `extents` (axes ordered outermost first) from `from` to `to`.
+static void copy_box(char* to, const long* to_strides, const char* from, const long* from_strides,
+                     const long* extents, int axes, long itemsize) {
+    for (int a = 0; a < axes; ++a)
+        if (extents[a] <= 0) return;
+    if (axes == 1) {
+        long n = extents[0], t = to_strides[0], f = from_strides[0];
+        if (t == itemsize && f == itemsize) return (void)std::memcpy(to, from, n * itemsize);
+        switch (itemsize) {
+            case 8: return copy_run<uint64_t>(to, t, from, f, n);
+            case 4: return copy_run<uint32_t>(to, t, from, f, n);
+            case 2: return copy_run<uint16_t>(to, t, from, f, n);
+            case 1: return copy_run<uint8_t>(to, t, from, f, n);
+        }
+        for (long i = 0; i < n; ++i) std::memcpy(to + i * t, from + i * f, itemsize);
+        return;
+    }
+    for (long i = 0; i < extents[0]; ++i)
+        copy_box(to + i * to_strides[0], to_strides + 1, from + i * from_strides[0],
+                 from_strides + 1, extents + 1, axes - 1, itemsize);
+}
+
+// Box `row` of the plan from `from` (start at `from_start`) to `to` (start at `to_start`),
+// every level: the axes ordered by the strides of `to`, the largest first.
+static void copy_row(const Field& to, const long* to_start, const char* from,
+                     const long* from_strides, const long* from_start, const long* shape,
+                     long plan_axes) {
+    long order[6], extents[6], ts[6], fs[6];
+    long n = to.ndim;
+    for (long a = 0; a < n; ++a) order[a] = a;
+    for (long a = 1; a < n; ++a)  // insertion sort, by |stride| descending
+        for (long b = a; b > 0; --b) {
+            long x = to.strides[order[b]], y = to.strides[order[b - 1]];
+            if ((x < 0 ? -x : x) <= (y < 0 ? -y : y)) break;
+            long keep = order[b];
+            order[b] = order[b - 1], order[b - 1] = keep;
+        }
+    char* at = to.data;
+    const char* source = from;
+    for (long a = 0; a < n; ++a) {
+        long k = order[a];
+        extents[a] = k < plan_axes ? shape[k] : to.shape[k];
+        ts[a] = to.strides[k], fs[a] = from_strides[k];
+        if (k < plan_axes) at += to_start[k] * to.strides[k], source += from_start[k] * from_strides[k];
+    }
+    copy_box(at, ts, source, fs, extents, (int)n, to.itemsize);
+}
+
+static inline const long* pool_row(const long* plan, long pool) {
+    if (pool < 0 || pool >= plan[POOL_ROWS]) return nullptr;
+    const long* row = (const long*)plan[POOLS] + 4 * pool;
+    return row[0] == pool + 1 && row[1] == plan[GROUP] ? row : nullptr;
+}
+
+// The pool number of this rank's part holding [low, high), and the offset of `at` in it;
+// -2 if none does.
+static long find_pool(const long* plan, long rank, uintptr_t low, uintptr_t high, uintptr_t at,
+                      long* offset) {
+    for (long pool = 0; pool < plan[POOL_ROWS]; ++pool) {
+        const long* row = pool_row(plan, pool);
+        if (row == nullptr || rank >= row[2]) continue;
+        const long* part = (const long*)row[3] + 2 * rank;
+        uintptr_t base = (uintptr_t)part[0];
+        if (base <= low && high <= base + (uintptr_t)part[1]) {
+            *offset = (long)(at - base);
+            return pool;
+        }
+    }
+    return -2;
+}
+
+// The first and one past the last byte of a field (of its description: address, shape,
+// strides in bytes), as offsets from its address.
+static inline void extent_of(long ndim, const long* shape, const long* strides, long itemsize,
+                             long* low, long* high) {
+    *low = 0, *high = itemsize;
+    for (long a = 0; a < ndim; ++a) {
+        if (shape[a] == 0) { *low = 0, *high = 0; return; }
+        long reach = (shape[a] - 1) * strides[a];
+        if (reach < 0) *low += reach; else *high += reach;
+    }
+}
+
+static inline long* record_of(long address, const Layout& L, long slot) {
+    return (long*)address + slot * L.record;
+}
+
+static inline const long* sources_of(const long* plan) { return plan + HEAD; }
+static inline const long* readers_of(const long* plan) { return plan + HEAD + 2 * plan[LISTED]; }
+static inline const long* row_of(const long* plan, long r) {
+    return plan + HEAD + 4 * plan[LISTED] + r * (1 + 3 * plan[AXES]);
+}
+
+// Starts an exchange of `count` fields: its number, -1 where it is refused (every rank
+// refuses it alike: they run the same exchanges).
+static long start(const long* plan, const Layout& L, long stamp, long signature, long count,
+                  const Field* fields) {
+    long* counters = (long*)plan[COUNTERS];
+    long number = counters[0];
+    if (counters[1 + number % L.slots]) {  // the exchange `slots` before it not finished
+        note(plan[RANK], TOO_MANY, L.slots, stamp);
+        return -1;
+    }
+    ++counters[0];
+    counters[1 + number % L.slots] = 1;
+    const long axes = plan[AXES];
+    for (long r = 0; r < plan[ROWS]; ++r) {
+        const long* row = row_of(plan, r);
+        if (row[0] != -1) continue;
+        for (long i = 0; i < count; ++i)
+            copy_row(fields[i], row + 1, fields[i].data, fields[i].strides, row + 1 + 2 * axes,
+                     row + 1 + axes, axes);
+    }
+    long* own = record_of(plan[RECORDS], L, number % L.slots);
+    own[1] = signature, own[2] = count, own[L.stamp] = stamp;
+    for (long i = 0; i < count; ++i) {
+        const Field& f = fields[i];
+        long* words = own + L.fields + i * L.field;
+        long low, high, offset = 0;
+        extent_of(f.ndim, f.shape, f.strides, f.itemsize, &low, &high);
+        uintptr_t at = (uintptr_t)f.data;
+        words[0] = high == 0 ? -1 : find_pool(plan, plan[RANK], at + low, at + high, at, &offset);
+        words[1] = offset, words[2] = f.ndim;
+        for (long a = 0; a < f.ndim; ++a)
+            words[3 + a] = f.shape[a], words[3 + L.max_axes + a] = f.strides[a];
+    }
+    store(own, number + 1);
+    return number;
+}
+
+// What is wrong with the record of source `j` (of rank `rank`) for exchange `number` (0:
+// nothing), with a detail; where nothing is, its fields' addresses in `theirs`.
+static long check(const long* plan, const Layout& L, long number, long stamp, long signature,
+                  long count, const Field* fields, long j, const long* record,
+                  const char** theirs, long* detail) {
+    if (record[L.stamp] != stamp) return *detail = record[L.stamp], OTHER_CALL;
+    if (record[0] != number + 1) return *detail = record[0] - 1, OUT_OF_STEP;
+    if (record[1] != signature || record[2] != count) return *detail = -1, OTHER_FIELDS;
+    const long axes = plan[AXES], rank = sources_of(plan)[2 * j];
+    for (long i = 0; i < count; ++i) {
+        const long* words = record + L.fields + i * L.field;
+        const long* shape = words + 3;
+        *detail = i;
+        if (words[2] != fields[i].ndim) return OTHER_FIELDS;
+        for (long a = axes; a < words[2]; ++a)
+            if (shape[a] != fields[i].shape[a]) return OTHER_FIELDS;
+        for (long r = 0; r < plan[ROWS]; ++r) {  // the boxes read there inside the field
+            const long* row = row_of(plan, r);
+            if (row[0] != j) continue;
+            for (long a = 0; a < axes; ++a)
+                if (row[1 + 2 * axes + a] < 0 || row[1 + 2 * axes + a] + row[1 + axes + a] > shape[a])
+                    return OUTSIDE;
+        }
+        if (words[0] == -2) return NOT_SHARED;
+        long low, high;
+        extent_of(words[2], shape, words + 3 + L.max_axes, fields[i].itemsize, &low, &high);
+        theirs[i] = nullptr;
+        if (high == 0) continue;  // no cells (and no box read from it, above)
+        const long* row = pool_row(plan, words[0]);
+        if (row == nullptr || rank >= row[2]) return NOT_SHARED;
+        const long* part = (const long*)row[3] + 2 * rank;
+        if (words[1] + low < 0 || words[1] + high > part[1]) return OUTSIDE;
+        theirs[i] = (const char*)part[0] + words[1];
+    }
+    return 0;
+}
+
+// Finishes exchange `number` (of start).
+static void finish(const long* plan, const Layout& L, long number, long stamp, long signature,
+                   long count, const Field* fields) {
+    if (number < 0) return;
+    const long slot = number % L.slots, axes = plan[AXES], sources = plan[SOURCES];
+    long* own = record_of(plan[RECORDS], L, slot);
+    long problem = 0, culprit = plan[RANK], detail = 0;
+    for (long i = 0; i < count && !problem; ++i)
+        if (own[L.fields + i * L.field] == -2) problem = NOT_SHARED, detail = i;
+    const char* theirs[64];
+    for (long j = 0; j < sources && !problem; ++j) {
+        const long* record = record_of(sources_of(plan)[2 * j + 1], L, slot);
+        reach(record, number + 1);
+        problem = check(plan, L, number, stamp, signature, count, fields, j, record, theirs,
+                        &detail);
+        if (problem) culprit = sources_of(plan)[2 * j];
+    }
+    for (long j = 0; j < sources && !problem; ++j) {
+        const long* record = record_of(sources_of(plan)[2 * j + 1], L, slot);
+        check(plan, L, number, stamp, signature, count, fields, j, record, theirs, &detail);
+        for (long r = 0; r < plan[ROWS]; ++r) {
+            const long* row = row_of(plan, r);
+            if (row[0] != j) continue;
+            for (long i = 0; i < count; ++i) {
+                const long* strides = record + L.fields + i * L.field + 3 + L.max_axes;
+                copy_row(fields[i], row + 1, theirs[i], strides, row + 1 + 2 * axes,
+                         row + 1 + axes, axes);
+            }
+        }
+    }
+    for (long j = 0; j < (problem ? L.max_sources : sources); ++j)
+        store(own + L.done + j, number + 1);
+    const long* readers = readers_of(plan);
+    for (long j = 0; j < plan[READERS]; ++j)
+        reach((const long*)readers[2 * j + 1] + slot * L.record, number + 1);
+    ((long*)plan[COUNTERS])[1 + slot] = 0;
+    if (problem) note(culprit, problem, detail, stamp);
+}
+
+}  // namespace gt4py_halo_shm
