@@ -57,7 +57,7 @@ sys.path.insert(0, str(HERE))
 import comb_peer  # the cases, and how they are run
 
 CASES = comb_peer.CASES
-OURS = ("compiled-mpi", "compiled-ghex", "ours-mpi", "ours-ghex", "ours-shm")
+OURS = ("compiled-mpi", "compiled-ghex", "compiled-shm", "ours-mpi", "ours-ghex", "ours-shm")
 PEERS = ("comb", "mpi4py", "pyghex")
 BEGIN = "<!-- make bench: from here to its end mark, benchmarks/bench.py writes this section -->"
 END = "<!-- make bench: end -->"

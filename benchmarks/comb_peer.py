@@ -47,7 +47,16 @@ runtime_exchange = importlib.util.module_from_spec(_spec)
 sys.modules["runtime_exchange"] = runtime_exchange
 _spec.loader.exec_module(runtime_exchange)  # the cases, and how ours are run
 CASES = runtime_exchange.CASES
-OURS = ("compiled-mpi", "compiled-ghex", "ours-mpi", "ours-ghex", "ours-shm", "mpi4py", "pyghex")
+OURS = (
+    "compiled-mpi",
+    "compiled-ghex",
+    "compiled-shm",
+    "ours-mpi",
+    "ours-ghex",
+    "ours-shm",
+    "mpi4py",
+    "pyghex",
+)
 #: The C references of ``benchmarks/limits.c --cases``: their names here, and in its output.
 REFERENCES = {"halo copies": "halo_copies_s", "ordered": "ordered_exchange_s", "limit": "limit_s"}
 COMB_PHASES = ("post-recv", "post-send", "wait-recv", "wait-send")

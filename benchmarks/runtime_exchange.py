@@ -13,9 +13,10 @@ Compared, on the same fields of the same decomposition:
   the other dimensions, so corners are filled once the last dimension is done;
 - ``pyghex``: GHEX's structured regular Python API, with pattern, field descriptors and
   communication object built once: ``co.exchange(buffers).wait()`` per exchange;
-- ``compiled-mpi``, ``compiled-ghex``: a ``@gh.program`` holding the exchange alone, lowered
-  with each transport's expansion (MPI: pack maps and persistent requests; GHEX: its
-  communication object called from the generated C++), called from Python per exchange.
+- ``compiled-mpi``, ``compiled-ghex``, ``compiled-shm``: a ``@gh.program`` holding the
+  exchange alone, lowered with each transport's expansion (MPI: pack maps and persistent
+  requests; GHEX: its communication object called from the generated C++; shm: the copies
+  from the neighbours' fields in the generated C++), called from Python per exchange.
 
 Every implementation is first checked to fill every halo cell with the value its owner holds
 (and so all to agree). Timing then interleaves the implementations: each sample is a barrier
@@ -77,6 +78,7 @@ IMPLEMENTATIONS = (
     "pyghex",
     "compiled-mpi",
     "compiled-ghex",
+    "compiled-shm",
 )
 DTYPE = np.float64
 
@@ -269,7 +271,7 @@ def build(name: str, d: gh.CartesianDecomposition, fields: list[np.ndarray]) -> 
     if name in ("ours-mpi", "ours-ghex", "ours-shm"):
         ex = gh.make_exchange(d, backend=name.split("-")[1])
         return lambda: ex.exchange(*fields)
-    if name == "compiled-mpi" or name == "compiled-ghex":
+    if name.startswith("compiled-"):
         key = (name, id(d))
         if key not in _COMPILED:
             _COMPILED[key] = compiled_exchange(gh.make_exchange(d, name.split("-")[1]), len(fields))

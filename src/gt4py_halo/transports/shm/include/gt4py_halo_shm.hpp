@@ -72,45 +72,65 @@ static inline void reach(const long* at, long target) {
     __atomic_fetch_add(&gt4py_halo_mpi::waits(), 1, __ATOMIC_RELAXED);
 }
 
+// Rows of n1 elements of T, n0 of them: the two innermost axes of a box.
 template <typename T>
-static inline void copy_run(char* to, long to_step, const char* from, long from_step, long n) {
-    for (long i = 0; i < n; ++i) {
-        T value;
-        std::memcpy(&value, from + i * from_step, sizeof(T));
-        std::memcpy(to + i * to_step, &value, sizeof(T));
+static void copy_rows(char* to, long t0, long t1, const char* from, long f0, long f1, long n0,
+                      long n1) {
+    for (long i = 0; i < n0; ++i) {
+        char* row = to + i * t0;
+        const char* source = from + i * f0;
+        if (t1 == (long)sizeof(T) && f1 == (long)sizeof(T)) {
+            std::memcpy(row, source, n1 * sizeof(T));
+            continue;
+        }
+        for (long k = 0; k < n1; ++k) {
+            T value;
+            std::memcpy(&value, source + k * f1, sizeof(T));
+            std::memcpy(row + k * t1, &value, sizeof(T));
+        }
     }
 }
 
-// The box of `extents` (axes ordered outermost first) from `from` to `to`.
+// The box of `extents` (axes > 1 of them, ordered outermost first, none empty) from `from`
+// to `to`.
 static void copy_box(char* to, const long* to_strides, const char* from, const long* from_strides,
                      const long* extents, int axes, long itemsize) {
-    for (int a = 0; a < axes; ++a)
-        if (extents[a] <= 0) return;
-    if (axes == 1) {
-        long n = extents[0], t = to_strides[0], f = from_strides[0];
-        if (t == itemsize && f == itemsize) return (void)std::memcpy(to, from, n * itemsize);
-        switch (itemsize) {
-            case 8: return copy_run<uint64_t>(to, t, from, f, n);
-            case 4: return copy_run<uint32_t>(to, t, from, f, n);
-            case 2: return copy_run<uint16_t>(to, t, from, f, n);
-            case 1: return copy_run<uint8_t>(to, t, from, f, n);
-        }
-        for (long i = 0; i < n; ++i) std::memcpy(to + i * t, from + i * f, itemsize);
+    if (axes > 2) {
+        for (long i = 0; i < extents[0]; ++i)
+            copy_box(to + i * to_strides[0], to_strides + 1, from + i * from_strides[0],
+                     from_strides + 1, extents + 1, axes - 1, itemsize);
         return;
     }
-    for (long i = 0; i < extents[0]; ++i)
-        copy_box(to + i * to_strides[0], to_strides + 1, from + i * from_strides[0],
-                 from_strides + 1, extents + 1, axes - 1, itemsize);
+    long t0 = to_strides[0], t1 = to_strides[1], f0 = from_strides[0], f1 = from_strides[1];
+    long n0 = extents[0], n1 = extents[1];
+    switch (itemsize) {
+        case 8: return copy_rows<uint64_t>(to, t0, t1, from, f0, f1, n0, n1);
+        case 4: return copy_rows<uint32_t>(to, t0, t1, from, f0, f1, n0, n1);
+        case 2: return copy_rows<uint16_t>(to, t0, t1, from, f0, f1, n0, n1);
+        case 1: return copy_rows<uint8_t>(to, t0, t1, from, f0, f1, n0, n1);
+    }
+    for (long i = 0; i < n0; ++i)
+        for (long k = 0; k < n1; ++k)
+            std::memcpy(to + i * t0 + k * t1, from + i * f0 + k * f1, itemsize);
 }
 
 // Box `row` of the plan from `from` (start at `from_start`) to `to` (start at `to_start`),
-// every level: the axes ordered by the strides of `to`, the largest first.
+// every level: the axes of more than one element ordered by the strides of `to`, the
+// largest first, the loops over those (two at least: an axis of one element before them).
 static void copy_row(const Field& to, const long* to_start, const char* from,
                      const long* from_strides, const long* from_start, const long* shape,
                      long plan_axes) {
-    long order[6], extents[6], ts[6], fs[6];
-    long n = to.ndim;
-    for (long a = 0; a < n; ++a) order[a] = a;
+    long order[6], extents[8], ts[8], fs[8];
+    long n = 0;
+    char* at = to.data;
+    const char* source = from;
+    for (long k = 0; k < to.ndim; ++k) {
+        long extent = k < plan_axes ? shape[k] : to.shape[k];
+        if (extent <= 0) return;
+        if (k < plan_axes)
+            at += to_start[k] * to.strides[k], source += from_start[k] * from_strides[k];
+        if (extent > 1) order[n++] = k;
+    }
     for (long a = 1; a < n; ++a)  // insertion sort, by |stride| descending
         for (long b = a; b > 0; --b) {
             long x = to.strides[order[b]], y = to.strides[order[b - 1]];
@@ -118,15 +138,14 @@ static void copy_row(const Field& to, const long* to_start, const char* from,
             long keep = order[b];
             order[b] = order[b - 1], order[b - 1] = keep;
         }
-    char* at = to.data;
-    const char* source = from;
-    for (long a = 0; a < n; ++a) {
+    long axes = 0;
+    for (; axes < 2 - n; ++axes) extents[axes] = 1, ts[axes] = 0, fs[axes] = 0;
+    for (long a = 0; a < n; ++a, ++axes) {
         long k = order[a];
-        extents[a] = k < plan_axes ? shape[k] : to.shape[k];
-        ts[a] = to.strides[k], fs[a] = from_strides[k];
-        if (k < plan_axes) at += to_start[k] * to.strides[k], source += from_start[k] * from_strides[k];
+        extents[axes] = k < plan_axes ? shape[k] : to.shape[k];
+        ts[axes] = to.strides[k], fs[axes] = from_strides[k];
     }
-    copy_box(at, ts, source, fs, extents, (int)n, to.itemsize);
+    copy_box(at, ts, source, fs, extents, (int)axes, to.itemsize);
 }
 
 static inline const long* pool_row(const long* plan, long pool) {
