@@ -145,6 +145,7 @@ class SharedPool:
         )
         POOL_TABLE[self.number] = (self.number + 1, group_key(self.group), node_size, 0)
         POOL_TABLE[self.number, 3] = self.table.ctypes.data
+        POOL_ROWS[0] = max(POOL_ROWS[0], self.number + 1)
 
     def malloc(self, length: int) -> np.ndarray:
         """``length`` bytes, 64-byte aligned and, where the last buffer cut started at the
@@ -217,6 +218,8 @@ _POOLS: dict[int, SharedPool] = {}
 #: share it and the address of its ``table`` (per rank: address of its part, bytes).
 MAX_POOLS = 1024
 POOL_TABLE = np.zeros((MAX_POOLS, 4), np.int64)
+#: The rows of ``POOL_TABLE`` in use: past the largest pool number.
+POOL_ROWS = np.zeros(1, np.int64)
 
 
 def group_key(group: Any) -> int:

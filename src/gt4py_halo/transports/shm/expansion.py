@@ -32,7 +32,7 @@ import numpy as np
 from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
-from gt4py_halo.allocation import MAX_POOLS, POOL_TABLE, group_key
+from gt4py_halo.allocation import POOL_ROWS, POOL_TABLE, group_key
 from gt4py_halo.compiled.graph import host_tasklet, nested_for, on_device
 from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.nodes import HaloExchange
@@ -111,7 +111,7 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
     words[:_HEAD] = (
         records.counters.ctypes.data,
         POOL_TABLE.ctypes.data,
-        MAX_POOLS,
+        POOL_ROWS.ctypes.data,
         transport.rank,
         records.group,
         len(reads),

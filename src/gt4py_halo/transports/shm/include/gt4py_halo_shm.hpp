@@ -25,13 +25,14 @@
 
 namespace gt4py_halo_shm {
 
-// plan array: the counters' address (exchanges started, then per slot whether its exchange
-// is in flight), the pool table's
-// (allocation.py POOL_TABLE) and its rows, this rank, the key of the exchange's group, how
-// many sources, readers and rows, the address of this rank's records, the axes of the plan;
-// then per source (rank, address of its records), per reader (rank, the address of its done
-// flag for this rank in its record of slot 0), per row (source, -1: this rank; the box here:
-// start and shape; the box there: start), each list as long as the plan's directions.
+// The plan array (expansion.py, plan_array), words: the address of the counters (exchanges
+// started, then per slot whether its exchange is in flight), of the pool table
+// (allocation.py POOL_TABLE) and of its count of rows in use (POOL_ROWS); this rank, the
+// key of the exchange's group; how many sources, readers and rows; the address of this
+// rank's records; the axes of the plan, the length of each list. Then the lists: per
+// source (rank, address of its records), per reader (rank, the address of its done flag
+// for this rank in its record of slot 0), per row (source, -1: this rank; the box here:
+// start and shape; the box there: start).
 enum { COUNTERS, POOLS, POOL_ROWS, RANK, GROUP, SOURCES, READERS, ROWS, RECORDS, AXES, LISTED, HEAD };
 
 // The words of a record (runtime.py): number + 1, signature, count, at `stamp` the stamp of
@@ -116,7 +117,8 @@ static void copy_box(char* to, const long* to_strides, const char* from, const l
 
 // Box `row` of the plan from `from` (start at `from_start`) to `to` (start at `to_start`),
 // every level: the axes of more than one element ordered by the strides of `to`, the
-// largest first, the loops over those (two at least: an axis of one element before them).
+// largest first, those that both boxes hold contiguously joined, the loops over what is
+// left (two at least: axes of one element before them).
 static void copy_row(const Field& to, const long* to_start, const char* from,
                      const long* from_strides, const long* from_start, const long* shape,
                      long plan_axes) {
@@ -138,18 +140,25 @@ static void copy_row(const Field& to, const long* to_start, const char* from,
             long keep = order[b];
             order[b] = order[b - 1], order[b - 1] = keep;
         }
-    long axes = 0;
-    for (; axes < 2 - n; ++axes) extents[axes] = 1, ts[axes] = 0, fs[axes] = 0;
-    for (long a = 0; a < n; ++a, ++axes) {
-        long k = order[a];
-        extents[axes] = k < plan_axes ? shape[k] : to.shape[k];
-        ts[axes] = to.strides[k], fs[axes] = from_strides[k];
+    // from the innermost axis out, each axis joined to the one inside it where both boxes
+    // hold them one after the other (a row across both), then two axes at least
+    long axes = 8;
+    for (long a = n - 1; a >= 0; --a) {
+        long k = order[a], extent = k < plan_axes ? shape[k] : to.shape[k];
+        if (axes < 8 && to.strides[k] == ts[axes] * extents[axes] &&
+            from_strides[k] == fs[axes] * extents[axes]) {
+            extents[axes] *= extent;
+            continue;
+        }
+        --axes;
+        extents[axes] = extent, ts[axes] = to.strides[k], fs[axes] = from_strides[k];
     }
-    copy_box(at, ts, source, fs, extents, (int)axes, to.itemsize);
+    while (axes > 6) --axes, extents[axes] = 1, ts[axes] = 0, fs[axes] = 0;
+    copy_box(at, ts + axes, source, fs + axes, extents + axes, 8 - (int)axes, to.itemsize);
 }
 
 static inline const long* pool_row(const long* plan, long pool) {
-    if (pool < 0 || pool >= plan[POOL_ROWS]) return nullptr;
+    if (pool < 0 || pool >= *(const long*)plan[POOL_ROWS]) return nullptr;
     const long* row = (const long*)plan[POOLS] + 4 * pool;
     return row[0] == pool + 1 && row[1] == plan[GROUP] ? row : nullptr;
 }
@@ -158,7 +167,7 @@ static inline const long* pool_row(const long* plan, long pool) {
 // -2 if none does.
 static long find_pool(const long* plan, long rank, uintptr_t low, uintptr_t high, uintptr_t at,
                       long* offset) {
-    for (long pool = 0; pool < plan[POOL_ROWS]; ++pool) {
+    for (long pool = 0, rows = *(const long*)plan[POOL_ROWS]; pool < rows; ++pool) {
         const long* row = pool_row(plan, pool);
         if (row == nullptr || rank >= row[2]) continue;
         const long* part = (const long*)row[3] + 2 * rank;
