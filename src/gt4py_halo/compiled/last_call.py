@@ -229,6 +229,7 @@ def _shm_problem(rank: int, problem: int, detail: int) -> str:
             "(finish some before starting others). The halos of this call are not valid"
         )
     described = {
+        0: f"rank {rank} noted problem {problem} (detail {detail})",
         1: f"rank {rank} published its exchange {detail} where this rank ran another: the "
         "ranks are out of step (a branch or a loop around an exchange that differs between "
         "ranks, a rank calling the step more often than the others)",
@@ -240,7 +241,7 @@ def _shm_problem(rank: int, problem: int, detail: int) -> str:
         4: f"rank {rank}'s field {detail} is not in memory the exchange's ranks share: "
         "allocate the fields a compiled 'shm' exchange gets with gh.shared_allocator of its "
         "decomposition (a field the step makes itself is not)",
-    }[problem]
+    }[problem if 1 <= problem <= 4 else 0]
     return f"a compiled 'shm' exchange copied nothing: {described}. The halos of this call are not valid"
 
 

@@ -3,9 +3,9 @@
 The runtime ``shm`` exchange's protocol (``runtime.py``) in the step's own code: each phase is
 one C++ tasklet calling ``include/gt4py_halo_shm.hpp``, which copies each halo box straight
 from the neighbour's field in the node's shared memory (fields from ``gh.shared_allocator``):
-no buffer, no message, no Python between the step's stencils. The start copies the rank's own
-periodic halos and publishes its fields; the finish copies from the neighbours and waits
-until its readers are done.
+no buffer, no message, no Python between the step's stencils. The start publishes the rank's
+fields (it writes none: the rule of a split pair's start); the finish copies the rank's own
+periodic halos and from the neighbours, and waits until its readers are done.
 
 The exchange data of a step has control records of its own (``ShmTransport`` over its private
 communicator, made collectively with the data); what differs between ranks comes in as one
@@ -38,8 +38,9 @@ from gt4py_halo.compiled.lowered import Lowered
 from gt4py_halo.compiled.nodes import HaloExchange
 from gt4py_halo.compiled.phases import packs, unpacks
 from gt4py_halo.compiled.stamps import STAMP
+from gt4py_halo.decomposition.collective import raise_on_all_ranks
 from gt4py_halo.decomposition.plan import ExchangePlan
-from gt4py_halo.errors import FieldError
+from gt4py_halo.errors import FieldError, RanksDisagreeError
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 from gt4py_halo.transports.shm import runtime
 from gt4py_halo.transports.shm.runtime import ShmTransport
@@ -96,9 +97,12 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
     if records is None:
         records = _RECORDS[data] = _Records(data)
     transport = records.transport
-    reads, readers = transport.links(plan)
     listed, axes = len(plan.directions), len(plan.local_shape)
-    rows = []
+    problem, reads, readers, rows = None, [], [], []
+    try:
+        reads, readers = transport.links(plan)
+    except RanksDisagreeError as error:
+        problem = str(error)
     for j, (_, here, there) in enumerate(reads):
         rows += [(j, a, b) for a, b in zip(here.boxes, there.boxes) if a.size]
     for neighbour in plan.neighbours:
@@ -106,7 +110,8 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
             pairs = zip(neighbour.recv.boxes, neighbour.send.boxes)
             rows += [(-1, a, b) for a, b in pairs if a.size]
     if any(a.shape != b.shape for _, a, b in rows) or max(len(reads), len(rows)) > listed:
-        raise FieldError(f"the 'shm' transport cannot read plan {plan.name!r} box by box")
+        problem = f"the boxes of plan {plan.name!r} do not pair up with the neighbours' ones"
+    raise_on_all_ranks(data.comm, problem, RanksDisagreeError)
     words = np.zeros(_HEAD + 4 * listed + listed * (1 + 3 * axes), np.int64)
     words[:_HEAD] = (
         records.counters.ctypes.data,
@@ -209,8 +214,9 @@ class ExpandHaloExchangeShm(ExpandTransformation):
                 f"{number} = gt4py_halo_shm::start((const long*)shm, layout, {fields_of});"
             )
         if unpacks(phase):
+            lines.append(f"long words[{runtime._HEAD + len(fields) * runtime._FIELD}];")
             lines.append(
-                f"gt4py_halo_shm::finish((const long*)shm, layout, {number}, {fields_of});"
+                f"gt4py_halo_shm::finish((const long*)shm, layout, {number}, {fields_of}, words);"
             )
         host_tasklet(
             sdfg,

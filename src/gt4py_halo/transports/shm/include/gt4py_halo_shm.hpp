@@ -2,12 +2,13 @@
 // (transports/shm/runtime.py, whose module docstring says it in full) in C++, on control
 // records of the compiled exchange data's own (a window of its private communicator).
 //
-// start: the copies to the rank's own halo, then its record (signature, and per field its
-// pool, offset, shape and strides) and, last, the exchange's number (a release store).
-// finish: wait for each neighbour's record of that number, check it (the same kind of fields,
-// their boxes inside their fields and their fields inside their shared memory), copy the
-// neighbours' owned cells into the halos, set this rank's done flag per neighbour, wait for
-// each reader's done flag for this rank. Ranks run a step's exchanges in the same order, so
+// start: the rank's record (signature, the stamp of the step's call, and per field its pool,
+// offset, shape and strides) and, last, the exchange's number (a release store); it writes
+// no field. finish: the copies to the rank's own halo; then wait for each neighbour's record
+// of that number, check it (the same call, the same kind of fields, their boxes inside their
+// fields and their fields inside their shared memory), copy the neighbours' owned cells into
+// the halos, set this rank's done flag per neighbour, wait for each reader's done flag for
+// this rank. Ranks run a step's exchanges in the same order, so
 // no wait here needs another exchange read first.
 //
 // A rank whose neighbour's record is not what it expects copies nothing, sets every done
@@ -182,14 +183,18 @@ static long find_pool(const long* plan, long rank, uintptr_t low, uintptr_t high
 
 // The first and one past the last byte of a field (of its description: address, shape,
 // strides in bytes), as offsets from its address.
-static inline void extent_of(long ndim, const long* shape, const long* strides, long itemsize,
+// Whether they fit in a long (a record's words may be anything).
+static inline bool extent_of(long ndim, const long* shape, const long* strides, long itemsize,
                              long* low, long* high) {
     *low = 0, *high = itemsize;
     for (long a = 0; a < ndim; ++a) {
-        if (shape[a] == 0) { *low = 0, *high = 0; return; }
-        long reach = (shape[a] - 1) * strides[a];
-        if (reach < 0) *low += reach; else *high += reach;
+        if (shape[a] == 0) return *low = 0, *high = 0, true;
+        long reach;
+        if (shape[a] < 0 || __builtin_mul_overflow(shape[a] - 1, strides[a], &reach) ||
+            __builtin_add_overflow(reach < 0 ? *low : *high, reach, reach < 0 ? low : high))
+            return false;
     }
+    return true;
 }
 
 static inline long* record_of(long address, const Layout& L, long slot) {
@@ -214,21 +219,13 @@ static long start(const long* plan, const Layout& L, long stamp, long signature,
     }
     ++counters[0];
     counters[1 + number % L.slots] = 1;
-    const long axes = plan[AXES];
-    for (long r = 0; r < plan[ROWS]; ++r) {
-        const long* row = row_of(plan, r);
-        if (row[0] != -1) continue;
-        for (long i = 0; i < count; ++i)
-            copy_row(fields[i], row + 1, fields[i].data, fields[i].strides, row + 1 + 2 * axes,
-                     row + 1 + axes, axes);
-    }
     long* own = record_of(plan[RECORDS], L, number % L.slots);
     own[1] = signature, own[2] = count, own[L.stamp] = stamp;
     for (long i = 0; i < count; ++i) {
         const Field& f = fields[i];
         long* words = own + L.fields + i * L.field;
         long low, high, offset = 0;
-        extent_of(f.ndim, f.shape, f.strides, f.itemsize, &low, &high);
+        extent_of(f.ndim, f.shape, f.strides, f.itemsize, &low, &high);  // (a real field)
         uintptr_t at = (uintptr_t)f.data;
         words[0] = high == 0 ? -1 : find_pool(plan, plan[RANK], at + low, at + high, at, &offset);
         words[1] = offset, words[2] = f.ndim;
@@ -239,8 +236,9 @@ static long start(const long* plan, const Layout& L, long stamp, long signature,
     return number;
 }
 
-// What is wrong with the record of source `j` (of rank `rank`) for exchange `number` (0:
-// nothing), with a detail; where nothing is, its fields' addresses in `theirs`.
+// What is wrong with `record`, source `j`'s for exchange `number` (0: nothing), with a
+// detail; where nothing is, its fields' addresses in `theirs`. `record`: this rank's copy
+// of the words it reads (what is checked is what the copies use).
 static long check(const long* plan, const Layout& L, long number, long stamp, long signature,
                   long count, const Field* fields, long j, const long* record,
                   const char** theirs, long* detail) {
@@ -259,48 +257,75 @@ static long check(const long* plan, const Layout& L, long number, long stamp, lo
             const long* row = row_of(plan, r);
             if (row[0] != j) continue;
             for (long a = 0; a < axes; ++a)
-                if (row[1 + 2 * axes + a] < 0 || row[1 + 2 * axes + a] + row[1 + axes + a] > shape[a])
+                if (row[1 + 2 * axes + a] < 0 || row[1 + axes + a] > shape[a] ||
+                    row[1 + 2 * axes + a] > shape[a] - row[1 + axes + a])
                     return OUTSIDE;
         }
         if (words[0] == -2) return NOT_SHARED;
         long low, high;
-        extent_of(words[2], shape, words + 3 + L.max_axes, fields[i].itemsize, &low, &high);
+        if (!extent_of(words[2], shape, words + 3 + L.max_axes, fields[i].itemsize, &low, &high))
+            return OUTSIDE;
         theirs[i] = nullptr;
         if (high == 0) continue;  // no cells (and no box read from it, above)
         const long* row = pool_row(plan, words[0]);
         if (row == nullptr || rank >= row[2]) return NOT_SHARED;
         const long* part = (const long*)row[3] + 2 * rank;
-        if (words[1] + low < 0 || words[1] + high > part[1]) return OUTSIDE;
+        if (words[1] < 0 || words[1] > part[1] || low < -words[1] || high > part[1] - words[1])
+            return OUTSIDE;
         theirs[i] = (const char*)part[0] + words[1];
     }
     return 0;
 }
 
 // Finishes exchange `number` (of start).
+// This rank's copy of the words of source `j`'s record for `slot` that it checks and reads.
+static inline void snapshot(const long* plan, const Layout& L, long j, long slot, long count,
+                            long* words) {
+    const long* record = record_of(sources_of(plan)[2 * j + 1], L, slot);
+    std::memcpy(words, record, (L.fields + count * L.field) * sizeof(long));
+}
+
+// Finishes exchange `number` (of start): the copies to this rank's own halo, then those from
+// its sources, each from a copy of its record checked first (`words`: room for the head and
+// `count` fields of a record).
 static void finish(const long* plan, const Layout& L, long number, long stamp, long signature,
-                   long count, const Field* fields) {
+                   long count, const Field* fields, long* words) {
     if (number < 0) return;
     const long slot = number % L.slots, axes = plan[AXES], sources = plan[SOURCES];
     long* own = record_of(plan[RECORDS], L, slot);
     long problem = 0, culprit = plan[RANK], detail = 0;
     for (long i = 0; i < count && !problem; ++i)
         if (own[L.fields + i * L.field] == -2) problem = NOT_SHARED, detail = i;
+    for (long r = 0; r < plan[ROWS]; ++r) {
+        const long* row = row_of(plan, r);
+        if (row[0] != -1) continue;
+        for (long i = 0; i < count; ++i)
+            copy_row(fields[i], row + 1, fields[i].data, fields[i].strides, row + 1 + 2 * axes,
+                     row + 1 + axes, axes);
+    }
     const char* theirs[64];
     for (long j = 0; j < sources && !problem; ++j) {
-        const long* record = record_of(sources_of(plan)[2 * j + 1], L, slot);
-        reach(record, number + 1);
-        problem = check(plan, L, number, stamp, signature, count, fields, j, record, theirs,
+        reach(record_of(sources_of(plan)[2 * j + 1], L, slot), number + 1);
+        snapshot(plan, L, j, slot, count, words);
+        problem = check(plan, L, number, stamp, signature, count, fields, j, words, theirs,
                         &detail);
         if (problem) culprit = sources_of(plan)[2 * j];
     }
+    // again, each copied from what was checked (a record that changed since, against the
+    // protocol, stops the copies there)
     for (long j = 0; j < sources && !problem; ++j) {
-        const long* record = record_of(sources_of(plan)[2 * j + 1], L, slot);
-        check(plan, L, number, stamp, signature, count, fields, j, record, theirs, &detail);
+        snapshot(plan, L, j, slot, count, words);
+        problem = check(plan, L, number, stamp, signature, count, fields, j, words, theirs,
+                        &detail);
+        if (problem) {
+            culprit = sources_of(plan)[2 * j];
+            break;
+        }
         for (long r = 0; r < plan[ROWS]; ++r) {
             const long* row = row_of(plan, r);
             if (row[0] != j) continue;
             for (long i = 0; i < count; ++i) {
-                const long* strides = record + L.fields + i * L.field + 3 + L.max_axes;
+                const long* strides = words + L.fields + i * L.field + 3 + L.max_axes;
                 copy_row(fields[i], row + 1, theirs[i], strides, row + 1 + 2 * axes,
                          row + 1 + axes, axes);
             }
