@@ -1265,18 +1265,19 @@ def test_gt4py_programs_in_a_gpu_step_equal_the_cpu(diffusion: ModuleType, comm)
         np.testing.assert_array_equal(gpu.asnumpy(), cpu.asnumpy())
 
 
-@pytest.mark.parametrize("backend", ["mpi", "ghex"])
+@pytest.mark.parametrize("backend", ["mpi", "ghex", "shm"])
 def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None:
     """A mesh scattered by random partitions, halos in shuffled order, two dims in one step,
-    one of them split around the other; with either transport, whose calls the generated
-    code holds. One field is GT4Py's default (Edge, K) field (axis 0 contiguous, padded to a
-    multiple of 8 entries: its outer stride is no rank's edge count here), in one exchange
-    with dense C-ordered fields; with mpi the per-field copy maps of e2 and e4 (one shape,
-    not the exchange's first) fused."""
+    one of them split around the other; with each transport, whose calls the generated
+    code holds (``shm``: the fields in the ranks' shared memory). One field is GT4Py's
+    default (Edge, K) field (axis 0 contiguous, padded to a multiple of 8 entries: its outer
+    stride is no rank's edge count here), in one exchange with dense C-ordered fields; with
+    mpi the per-field copy maps of e2 and e4 (one shape, not the exchange's first) fused."""
     from test_unstructured_exchange import local_field, random_mesh, values
 
     d = gh.UnstructuredDecomposition(random_mesh(comm, seed=13))
     ex = gh.make_exchange(d, backend=backend)
+    allocator = gh.shared_allocator(d, 4 << 20) if backend == "shm" else None
 
     @gh.program(comm=comm)
     def exchange_cells_and_edges(c, e, e2, e3, e4):
@@ -1291,8 +1292,9 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None
 
     def field(dim, levels, dtype, order):
         if order == "gt4py":
-            return gtx.as_field([EDGE, K], local_field(d, dim, levels, dtype))
-        return local_field(d, dim, levels, dtype, order)
+            return gtx.as_field([EDGE, K], local_field(d, dim, levels, dtype), allocator=allocator)
+        made = local_field(d, dim, levels, dtype, order)
+        return made if allocator is None else in_pool(allocator, made, order)
 
     lowered = exchange_cells_and_edges.to_sdfg(*(field(*spec) for spec in specs.values()))
     assert not any(isinstance(n, dace.nodes.LibraryNode) for n, _ in lowered.all_nodes_recursive())
@@ -1301,6 +1303,7 @@ def test_compiled_unstructured_exchange_fills_exact_halos(comm, backend) -> None
     code = lowered.generate_code()[0].clean_code
     assert ("MPI_Startall(" in code) == (backend == "mpi")
     assert (code.count("gt4py_halo::GhexUnstructured(") == 2) == (backend == "ghex")
+    assert ("gt4py_halo_shm::finish(" in code) == (backend == "shm")
     for _ in range(2):  # the second call reuses the persistent requests (GHEX: patterns)
         fields = {k: field(*spec) for k, spec in specs.items()}
         exchange_cells_and_edges(*fields.values())

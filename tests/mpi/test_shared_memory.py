@@ -321,17 +321,3 @@ def test_compiled_exchanges_of_ranks_out_of_step_raise(comm):
     else:
         with pytest.raises(gh.RanksDisagreeError, match="another kind than this rank"):
             step(field, one)
-
-
-def test_a_compiled_unstructured_exchange_names_the_transports_that_compile(comm):
-    d = gh.UnstructuredDecomposition(random_mesh(comm))
-    ex = gh.make_exchange(d, backend="shm")
-    dim = next(iter(SIZES))
-
-    @gh.program
-    def step(u):
-        ex.exchange(u, dim=dim)
-
-    field = shared(gh.shared_allocator(d, MiB), local_field(d, dim, (), np.float64, "C"))
-    with pytest.raises(gh.BackendError, match="'shm' transport has no compiled expansion"):
-        step(field)

@@ -56,7 +56,7 @@ class PlanArray(np.ndarray):
     """
 
     def __descriptor__(self) -> dace.data.Array:
-        return dace.data.Array(dace.int32, [length_symbol(self.name)])
+        return dace.data.Array(dace.dtypes.typeclass(self.dtype.type), [length_symbol(self.name)])
 
 
 def length_symbol(name: str) -> dace.symbol:
@@ -107,10 +107,12 @@ class CompiledExchangeData:
             self.plans[plan.name] = plan
             for what in reads:
                 name = self.name(plan, what)
-                self.arrays[name] = PLAN_DATA[what](self, plan)
-                if not cartesian:  # lengths differ between ranks
-                    self.arrays[name] = self.arrays[name].view(PlanArray)
-                    self.arrays[name].name = name
+                array = PLAN_DATA[what](self, plan)
+                if not cartesian and not isinstance(array, PlanArray):  # lengths differ
+                    array = array.view(PlanArray)
+                if isinstance(array, PlanArray):
+                    array.name = name
+                self.arrays[name] = array
         self._next_tag = 0
         BY_PREFIX[self.prefix] = self
 

@@ -1,4 +1,4 @@
-"""The ``shm`` expansion of ``HaloExchange``: halos copied from the neighbours' fields in C++.
+"""The ``shm`` expansions of both exchange nodes: halos copied from the neighbours' fields.
 
 The runtime ``shm`` exchange's protocol (``runtime.py``) in the step's own code: each phase is
 one C++ tasklet calling ``include/gt4py_halo_shm.hpp``, which copies each halo box straight
@@ -10,13 +10,14 @@ periodic halos and from the neighbours, and waits until its readers are done.
 The exchange data of a step has control records of its own (``ShmTransport`` over its private
 communicator, made collectively with the data); what differs between ranks comes in as one
 int64 plan array per plan (``plan_array``): the records' and counters' addresses, the pools'
-table (``allocation.POOL_TABLE``), and per direction the neighbour to read from and the boxes
-here and there. The generated code is the same on every rank.
+table (``allocation.POOL_TABLE``), the neighbours to read from and the readers to wait for,
+and the boxes (cartesian) or cells (unstructured) here and there, a row each. Its length
+differs between ranks (a symbol); the generated code is the same on every rank.
 
 A neighbour's fields unlike this rank's (another kind, a box outside them, memory outside the
 pools of the exchange's ranks) are noted, nothing copied and every wait released:
 ``compiled/last_call.py`` raises a ``RanksDisagreeError`` after the call on each rank that
-saw it. CPU fields of cartesian plans; unstructured exchanges use ``mpi`` or ``ghex``.
+saw it. CPU fields; cartesian plans copy box by box, unstructured ones cell by cell.
 """
 
 from __future__ import annotations
@@ -33,20 +34,18 @@ from dace.symbolic import symstr
 from dace.transformation.transformation import ExpandTransformation
 
 from gt4py_halo.allocation import POOL_ROWS, POOL_TABLE, group_key
+from gt4py_halo.compiled.convertible import PlanArray
 from gt4py_halo.compiled.graph import host_tasklet, nested_for, on_device
 from gt4py_halo.compiled.lowered import Lowered
-from gt4py_halo.compiled.nodes import HaloExchange
+from gt4py_halo.compiled.nodes import HaloExchange, UnstructuredHaloExchange
 from gt4py_halo.compiled.phases import packs, unpacks
 from gt4py_halo.compiled.stamps import STAMP
 from gt4py_halo.decomposition.collective import raise_on_all_ranks
-from gt4py_halo.decomposition.plan import ExchangePlan
+from gt4py_halo.decomposition.plan import BoxRegion, ExchangePlan, IndexRegion, Region
 from gt4py_halo.errors import FieldError, RanksDisagreeError
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 from gt4py_halo.transports.shm import runtime
 from gt4py_halo.transports.shm.runtime import ShmTransport
-
-#: The header's words of the plan array (``include/gt4py_halo_shm.hpp``, before the lists).
-_HEAD = 11
 
 
 @dace.library.environment
@@ -83,8 +82,9 @@ class _Records:
 _RECORDS: weakref.WeakKeyDictionary[Any, _Records] = weakref.WeakKeyDictionary()
 
 
-class _PlanArray(np.ndarray):
-    """A plan array holding what its addresses point into (the records' window)."""
+class _PlanArray(PlanArray):
+    """A plan array holding what its addresses point into (the records' window); of a length
+    that differs between ranks (its lists and rows), so of a symbolic one."""
 
     records: _Records
 
@@ -92,28 +92,26 @@ class _PlanArray(np.ndarray):
 def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
     """The plan array of ``plan`` (``include/gt4py_halo_shm.hpp`` says its words), for the
     exchange data ``data`` (``convertible.CompiledExchangeData``). Collective the first time
-    for ``data`` (its records are made), like the data itself."""
+    for ``data`` (its records are made), like the data itself; a plan whose boxes do not pair
+    up with the neighbours' is a ``RanksDisagreeError`` on every rank."""
     records = _RECORDS.get(data)
     if records is None:
         records = _RECORDS[data] = _Records(data)
     transport = records.transport
-    listed, axes = len(plan.directions), len(plan.local_shape)
-    problem, reads, readers, rows = None, [], [], []
+    problem, reads, readers = None, [], []
     try:
         reads, readers = transport.links(plan)
     except RanksDisagreeError as error:
         problem = str(error)
-    for j, (_, here, there) in enumerate(reads):
-        rows += [(j, a, b) for a, b in zip(here.boxes, there.boxes) if a.size]
-    for neighbour in plan.neighbours:
-        if neighbour.rank == plan.rank:
-            pairs = zip(neighbour.recv.boxes, neighbour.send.boxes)
-            rows += [(-1, a, b) for a, b in pairs if a.size]
-    if any(a.shape != b.shape for _, a, b in rows) or max(len(reads), len(rows)) > listed:
-        problem = f"the boxes of plan {plan.name!r} do not pair up with the neighbours' ones"
+    axes = len(plan.local_shape)
+    own = [_rows(n.recv, n.send, axes) for n in plan.neighbours if n.rank == plan.rank]
+    theirs = [_rows(here, there, axes) for _, here, there in reads]
+    if any(rows is None for rows in own + theirs):
+        problem = f"the cells of plan {plan.name!r} do not pair up with the neighbours' ones"
     raise_on_all_ranks(data.comm, problem, RanksDisagreeError)
-    words = np.zeros(_HEAD + 4 * listed + listed * (1 + 3 * axes), np.int64)
-    words[:_HEAD] = (
+    listed = max(len(reads), len(readers), 1)
+    rows = np.concatenate([np.zeros((0, 3 * axes), np.int64), *own, *theirs])
+    head = (
         records.counters.ctypes.data,
         POOL_TABLE.ctypes.data,
         POOL_ROWS.ctypes.data,
@@ -121,26 +119,42 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
         records.group,
         len(reads),
         len(readers),
-        len(rows),
+        sum(map(len, own)),
         transport.records_at(transport.rank),
         axes,
         listed,
     )
-    at = _HEAD
-    for rank, _, _ in reads:
-        words[at : at + 2] = (rank, transport.records_at(rank))
-        at += 2
-    at = _HEAD + 2 * listed
-    for rank, position in readers:
-        words[at : at + 2] = (rank, transport.records_at(rank) + 8 * (runtime._DONE + position))
-        at += 2
-    at = _HEAD + 4 * listed
-    for source, here, there in rows:
-        words[at : at + 1 + 3 * axes] = (source, *here.start, *here.shape, *there.start)
-        at += 1 + 3 * axes
-    kept = words.view(_PlanArray)
+    sources = np.zeros((listed, 4), np.int64)
+    first = head[7]
+    for j, ((rank, _, _), cells) in enumerate(zip(reads, theirs)):
+        sources[j] = (rank, transport.records_at(rank), first, len(cells))
+        first += len(cells)
+    waits = np.zeros((listed, 2), np.int64)
+    for j, (rank, position) in enumerate(readers):
+        waits[j] = (rank, transport.records_at(rank) + 8 * (runtime._DONE + position))
+    words = np.concatenate([head, sources.ravel(), waits.ravel(), rows.ravel()])
+    kept = words.astype(np.int64).view(_PlanArray)
     kept.records = records
     return kept
+
+
+def _rows(here: Region, there: Region, axes: int) -> np.ndarray | None:
+    """The rows (``include/gt4py_halo_shm.hpp``) of the copies of cells ``there`` (the
+    neighbour's) to ``here``: a box per box of a cartesian plan, a cell per cell of an
+    unstructured one; ``None`` where they do not pair up."""
+    if isinstance(here, BoxRegion) and isinstance(there, BoxRegion):
+        pairs = [(a, b) for a, b in zip(here.boxes, there.boxes) if a.size]
+        if len(here.boxes) != len(there.boxes) or any(a.shape != b.shape for a, b in pairs):
+            return None
+        rows = [(*a.start, *a.shape, *b.start) for a, b in pairs]
+        return np.array(rows, np.int64).reshape(len(rows), 3 * axes)
+    if isinstance(here, IndexRegion) and isinstance(there, IndexRegion):
+        if here.count != there.count:
+            return None
+        return np.stack(
+            [here.indices, np.ones(here.count, np.int64), there.indices], axis=1
+        ).astype(np.int64)
+    return None
 
 
 def _signature(plan: str, fields: list[Any]) -> int:
@@ -166,7 +180,8 @@ def _field(desc: Any, i: int) -> str:
 
 @dace.library.register_expansion(HaloExchange, "SHM")
 class ExpandHaloExchangeShm(ExpandTransformation):
-    """Lower the cartesian ``HaloExchange`` to copies from the neighbours' shared fields."""
+    """Lower the cartesian ``HaloExchange`` to copies from the neighbours' shared fields, a
+    box per row."""
 
     environments: ClassVar[list] = [Shm]
     #: The plan arrays the node gets (``convertible.exchange_sdfg``).
@@ -232,3 +247,9 @@ class ExpandHaloExchangeShm(ExpandTransformation):
     def message_buffers(node: Any, outer: dict[str, Any]) -> list[tuple[str, list, Any, bool]]:
         """None: the copies go from field to field."""
         return []
+
+
+@dace.library.register_expansion(UnstructuredHaloExchange, "SHM")
+class ExpandUnstructuredHaloExchangeShm(ExpandHaloExchangeShm):
+    """Lower ``UnstructuredHaloExchange`` alike: a row per halo cell (axis 0 of the fields is
+    the dim's local index)."""

@@ -29,12 +29,15 @@ namespace gt4py_halo_shm {
 // The plan array (expansion.py, plan_array), words: the address of the counters (exchanges
 // started, then per slot whether its exchange is in flight), of the pool table
 // (allocation.py POOL_TABLE) and of its count of rows in use (POOL_ROWS); this rank, the
-// key of the exchange's group; how many sources, readers and rows; the address of this
-// rank's records; the axes of the plan, the length of each list. Then the lists: per
-// source (rank, address of its records), per reader (rank, the address of its done flag
-// for this rank in its record of slot 0), per row (source, -1: this rank; the box here:
-// start and shape; the box there: start).
-enum { COUNTERS, POOLS, POOL_ROWS, RANK, GROUP, SOURCES, READERS, ROWS, RECORDS, AXES, LISTED, HEAD };
+// key of the exchange's group; how many sources and readers, how many rows are this rank's
+// own (the first ones); the address of this rank's records; the axes of the plan, the length
+// of each list. Then the lists: per source (rank, address of its records, its first row,
+// its count of rows), per reader (rank, the address of its done flag for this rank in its
+// record of slot 0); then the rows, each a box of cells: its start and shape here, its
+// start there (an unstructured plan: a row per cell, of one axis).
+enum {
+    COUNTERS, POOLS, POOL_ROWS, RANK, GROUP, SOURCES, READERS, OWN, RECORDS, AXES, LISTED, HEAD
+};
 
 // The words of a record (runtime.py): number + 1, signature, count, at `stamp` the stamp of
 // the step's call (compiled/stamps.py), from `fields` per field (pool, offset, ndim,
@@ -201,10 +204,10 @@ static inline long* record_of(long address, const Layout& L, long slot) {
     return (long*)address + slot * L.record;
 }
 
-static inline const long* sources_of(const long* plan) { return plan + HEAD; }
-static inline const long* readers_of(const long* plan) { return plan + HEAD + 2 * plan[LISTED]; }
+static inline const long* source_of(const long* plan, long j) { return plan + HEAD + 4 * j; }
+static inline const long* readers_of(const long* plan) { return plan + HEAD + 4 * plan[LISTED]; }
 static inline const long* row_of(const long* plan, long r) {
-    return plan + HEAD + 4 * plan[LISTED] + r * (1 + 3 * plan[AXES]);
+    return plan + HEAD + 6 * plan[LISTED] + r * 3 * plan[AXES];
 }
 
 // Starts an exchange of `count` fields: its number, -1 where it is refused (every rank
@@ -245,7 +248,8 @@ static long check(const long* plan, const Layout& L, long number, long stamp, lo
     if (record[L.stamp] != stamp) return *detail = record[L.stamp], OTHER_CALL;
     if (record[0] != number + 1) return *detail = record[0] - 1, OUT_OF_STEP;
     if (record[1] != signature || record[2] != count) return *detail = -1, OTHER_FIELDS;
-    const long axes = plan[AXES], rank = sources_of(plan)[2 * j];
+    const long axes = plan[AXES], rank = source_of(plan, j)[0];
+    const long first = source_of(plan, j)[2], rows = source_of(plan, j)[3];
     for (long i = 0; i < count; ++i) {
         const long* words = record + L.fields + i * L.field;
         const long* shape = words + 3;
@@ -253,12 +257,11 @@ static long check(const long* plan, const Layout& L, long number, long stamp, lo
         if (words[2] != fields[i].ndim) return OTHER_FIELDS;
         for (long a = axes; a < words[2]; ++a)
             if (shape[a] != fields[i].shape[a]) return OTHER_FIELDS;
-        for (long r = 0; r < plan[ROWS]; ++r) {  // the boxes read there inside the field
+        for (long r = first; r < first + rows; ++r) {  // the boxes read there inside the field
             const long* row = row_of(plan, r);
-            if (row[0] != j) continue;
             for (long a = 0; a < axes; ++a)
-                if (row[1 + 2 * axes + a] < 0 || row[1 + axes + a] > shape[a] ||
-                    row[1 + 2 * axes + a] > shape[a] - row[1 + axes + a])
+                if (row[2 * axes + a] < 0 || row[axes + a] > shape[a] ||
+                    row[2 * axes + a] > shape[a] - row[axes + a])
                     return OUTSIDE;
         }
         if (words[0] == -2) return NOT_SHARED;
@@ -281,7 +284,7 @@ static long check(const long* plan, const Layout& L, long number, long stamp, lo
 // This rank's copy of the words of source `j`'s record for `slot` that it checks and reads.
 static inline void snapshot(const long* plan, const Layout& L, long j, long slot, long count,
                             long* words) {
-    const long* record = record_of(sources_of(plan)[2 * j + 1], L, slot);
+    const long* record = record_of(source_of(plan, j)[1], L, slot);
     std::memcpy(words, record, (L.fields + count * L.field) * sizeof(long));
 }
 
@@ -296,20 +299,19 @@ static void finish(const long* plan, const Layout& L, long number, long stamp, l
     long problem = 0, culprit = plan[RANK], detail = 0;
     for (long i = 0; i < count && !problem; ++i)
         if (own[L.fields + i * L.field] == -2) problem = NOT_SHARED, detail = i;
-    for (long r = 0; r < plan[ROWS]; ++r) {
+    for (long r = 0; r < plan[OWN]; ++r) {
         const long* row = row_of(plan, r);
-        if (row[0] != -1) continue;
         for (long i = 0; i < count; ++i)
-            copy_row(fields[i], row + 1, fields[i].data, fields[i].strides, row + 1 + 2 * axes,
-                     row + 1 + axes, axes);
+            copy_row(fields[i], row, fields[i].data, fields[i].strides, row + 2 * axes,
+                     row + axes, axes);
     }
     const char* theirs[64];
     for (long j = 0; j < sources && !problem; ++j) {
-        reach(record_of(sources_of(plan)[2 * j + 1], L, slot), number + 1);
+        reach(record_of(source_of(plan, j)[1], L, slot), number + 1);
         snapshot(plan, L, j, slot, count, words);
         problem = check(plan, L, number, stamp, signature, count, fields, j, words, theirs,
                         &detail);
-        if (problem) culprit = sources_of(plan)[2 * j];
+        if (problem) culprit = source_of(plan, j)[0];
     }
     // again, each copied from what was checked (a record that changed since, against the
     // protocol, stops the copies there)
@@ -318,16 +320,15 @@ static void finish(const long* plan, const Layout& L, long number, long stamp, l
         problem = check(plan, L, number, stamp, signature, count, fields, j, words, theirs,
                         &detail);
         if (problem) {
-            culprit = sources_of(plan)[2 * j];
+            culprit = source_of(plan, j)[0];
             break;
         }
-        for (long r = 0; r < plan[ROWS]; ++r) {
-            const long* row = row_of(plan, r);
-            if (row[0] != j) continue;
-            for (long i = 0; i < count; ++i) {
-                const long* strides = words + L.fields + i * L.field + 3 + L.max_axes;
-                copy_row(fields[i], row + 1, theirs[i], strides, row + 1 + 2 * axes,
-                         row + 1 + axes, axes);
+        const long first = source_of(plan, j)[2], rows = source_of(plan, j)[3];
+        for (long i = 0; i < count; ++i) {
+            const long* strides = words + L.fields + i * L.field + 3 + L.max_axes;
+            for (long r = first; r < first + rows; ++r) {
+                const long* row = row_of(plan, r);
+                copy_row(fields[i], row, theirs[i], strides, row + 2 * axes, row + axes, axes);
             }
         }
     }
