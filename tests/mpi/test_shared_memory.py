@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import time
 
+import dace
 import gt4py.next as gtx
 import numpy as np
 import pytest
@@ -321,3 +322,20 @@ def test_compiled_exchanges_of_ranks_out_of_step_raise(comm):
     else:
         with pytest.raises(gh.RanksDisagreeError, match="another kind than this rank"):
             step(field, one)
+
+
+def test_a_compiled_exchange_in_a_plain_dace_program(comm):
+    """``ex.exchange`` of ``shm`` inside ``@dace.program``: its plan array is no view (DaCe
+    refuses views as arguments; fields cut from the pool are views, so the caller allows
+    them)."""
+    d = gh.CartesianDecomposition((17, 11), halo=((1, 2), (2, 1)), periodic=(True, False))
+    ex = gh.make_exchange(d, backend="shm")
+
+    @dace.program
+    def exchange_plain(a):
+        ex.exchange(a)
+
+    field = shared(gh.shared_allocator(d, MiB), filled_local(d, (3,), np.int32))
+    with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
+        exchange_plain(field)
+    np.testing.assert_array_equal(field, expected_local(d, (3,), np.int32))

@@ -133,7 +133,8 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
     for j, (rank, position) in enumerate(readers):
         waits[j] = (rank, transport.records_at(rank) + 8 * (runtime._DONE + position))
     words = np.concatenate([head, sources.ravel(), waits.ravel(), rows.ravel()])
-    kept = words.astype(np.int64).view(_PlanArray)
+    kept = _PlanArray(words.shape, np.int64)  # its own memory: no view, for DaCe
+    kept[...] = words
     kept.records = records
     return kept
 
