@@ -109,7 +109,6 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
     if any(rows is None for rows in own + theirs):
         problem = f"the cells of plan {plan.name!r} do not pair up with the neighbours' ones"
     raise_on_all_ranks(data.comm, problem, RanksDisagreeError)
-    listed = max(len(reads), len(readers), 1)
     rows = np.concatenate([np.zeros((0, 3 * axes), np.int64), *own, *theirs])
     head = (
         records.counters.ctypes.data,
@@ -122,14 +121,13 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
         sum(map(len, own)),
         transport.records_at(transport.rank),
         axes,
-        listed,
     )
-    sources = np.zeros((listed, 4), np.int64)
+    sources = np.zeros((len(reads), 4), np.int64)
     first = head[7]
     for j, ((rank, _, _), cells) in enumerate(zip(reads, theirs)):
         sources[j] = (rank, transport.records_at(rank), first, len(cells))
         first += len(cells)
-    waits = np.zeros((listed, 2), np.int64)
+    waits = np.zeros((len(readers), 2), np.int64)
     for j, (rank, position) in enumerate(readers):
         waits[j] = (rank, transport.records_at(rank) + 8 * (runtime._DONE + position))
     words = np.concatenate([head, sources.ravel(), waits.ravel(), rows.ravel()])

@@ -30,13 +30,13 @@ namespace gt4py_halo_shm {
 // started, then per slot whether its exchange is in flight), of the pool table
 // (allocation.py POOL_TABLE) and of its count of rows in use (POOL_ROWS); this rank, the
 // key of the exchange's group; how many sources and readers, how many rows are this rank's
-// own (the first ones); the address of this rank's records; the axes of the plan, the length
-// of each list. Then the lists: per source (rank, address of its records, its first row,
+// own (the first ones); the address of this rank's records; the axes of the plan. Then the
+// lists: per source (rank, address of its records, its first row,
 // its count of rows), per reader (rank, the address of its done flag for this rank in its
 // record of slot 0); then the rows, each a box of cells: its start and shape here, its
 // start there (an unstructured plan: a row per cell, of one axis).
 enum {
-    COUNTERS, POOLS, POOL_ROWS, RANK, GROUP, SOURCES, READERS, OWN, RECORDS, AXES, LISTED, HEAD
+    COUNTERS, POOLS, POOL_ROWS, RANK, GROUP, SOURCES, READERS, OWN, RECORDS, AXES, HEAD
 };
 
 // The words of a record (runtime.py): number + 1, signature, count, at `stamp` the stamp of
@@ -205,9 +205,9 @@ static inline long* record_of(long address, const Layout& L, long slot) {
 }
 
 static inline const long* source_of(const long* plan, long j) { return plan + HEAD + 4 * j; }
-static inline const long* readers_of(const long* plan) { return plan + HEAD + 4 * plan[LISTED]; }
+static inline const long* readers_of(const long* plan) { return plan + HEAD + 4 * plan[SOURCES]; }
 static inline const long* row_of(const long* plan, long r) {
-    return plan + HEAD + 6 * plan[LISTED] + r * 3 * plan[AXES];
+    return plan + HEAD + 4 * plan[SOURCES] + 2 * plan[READERS] + r * 3 * plan[AXES];
 }
 
 // Starts an exchange of `count` fields: its number, -1 where it is refused (every rank
