@@ -290,6 +290,50 @@ def test_a_compiled_exchange_of_a_field_outside_the_pool_raises_on_every_rank(co
     np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
 
 
+def test_compiled_unstructured_runs_of_cells_fill_exact_halos(comm):
+    """An unstructured plan whose halo cells come in runs consecutive on both sides (ICON's
+    halo lines do: a rank's halo cells follow one another, its neighbours' owned cells in
+    part) and single cells in between: the compiled ``shm`` exchange copies a run per row.
+    Uneven ranks; 1-D, C, F and GT4Py's default (Cell, K) fields (padded) in one exchange,
+    new fields at each call: exact halos."""
+    from gt4py_halo.transports.shm.expansion import _rows
+
+    sizes = [40 + 7 * r for r in range(comm.size)]
+    first = np.cumsum([0, *sizes])
+    owned = np.arange(first[comm.rank], first[comm.rank + 1])
+    halo = np.zeros(0, np.int64)
+    if comm.size > 1:
+        after, before = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+        halo = np.concatenate(
+            [
+                first[after] + np.arange(12),  # a run
+                first[before] + np.arange(20, 30, 2),  # consecutive here, not there
+                first[after + 1] - 6 + np.arange(6),  # a run
+            ]
+        )
+    d = gh.UnstructuredDecomposition({"cell": (owned, halo)}, comm=comm)
+    reads, _ = runtime.ShmTransport(d).links(d.plan("cell"))
+    assert sum(len(_rows(here, there, 1)) for _, here, there in reads) == 7 * (comm.size > 1)
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, MiB)
+    cell = gtx.Dimension("Cell")
+
+    @gh.program(comm=comm)
+    def exchange_cells(a, b, c, g):
+        ex.exchange(a, b, c, g, dim="cell")
+
+    specs = [((), np.float64, "C"), ((3,), np.int32, "C"), ((4,), np.float32, "F")]
+    gids = np.concatenate([d.owned_gids["cell"], d.halo_gids["cell"]])
+    for call in range(2):
+        fields = [shared(allocator, local_field(d, "cell", *spec)) for spec in specs]
+        made = local_field(d, "cell", (5,), np.float64) + call
+        fields.append(gtx.as_field([cell, K], made, allocator=allocator))
+        exchange_cells(*fields)
+        for field, (levels, dtype, _) in zip(fields, [*specs, ((5,), np.float64, "")]):
+            got = field if isinstance(field, np.ndarray) else field.asnumpy() - call
+            np.testing.assert_array_equal(got, values(gids, levels, dtype))
+
+
 @pytest.mark.timeout(120)  # a hang fails
 def test_compiled_exchanges_of_ranks_out_of_step_raise(comm):
     """A loop around an exchange whose trips differ between ranks, in kept calls: rank 0 makes

@@ -17,7 +17,8 @@ differs between ranks (a symbol); the generated code is the same on every rank.
 A neighbour's fields unlike this rank's (another kind, a box outside them, memory outside the
 pools of the exchange's ranks) are noted, nothing copied and every wait released:
 ``compiled/last_call.py`` raises a ``RanksDisagreeError`` after the call on each rank that
-saw it. CPU fields; cartesian plans copy box by box, unstructured ones cell by cell.
+saw it. CPU fields; cartesian plans copy box by box, unstructured ones run by run (cells
+consecutive on both sides).
 """
 
 from __future__ import annotations
@@ -122,10 +123,11 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
         transport.records_at(transport.rank),
         axes,
     )
-    sources = np.zeros((len(reads), 4), np.int64)
+    sources = np.zeros((len(reads), 4 + axes), np.int64)
     first = head[7]
     for j, ((rank, _, _), cells) in enumerate(zip(reads, theirs)):
-        sources[j] = (rank, transport.records_at(rank), first, len(cells))
+        reach = (cells[:, 2 * axes :] + cells[:, axes : 2 * axes]).max(axis=0, initial=0)
+        sources[j] = (rank, transport.records_at(rank), first, len(cells), *reach)
         first += len(cells)
     waits = np.zeros((len(readers), 2), np.int64)
     for j, (rank, position) in enumerate(readers):
@@ -139,8 +141,8 @@ def plan_array(data: Any, plan: ExchangePlan) -> np.ndarray:
 
 def _rows(here: Region, there: Region, axes: int) -> np.ndarray | None:
     """The rows (``include/gt4py_halo_shm.hpp``) of the copies of cells ``there`` (the
-    neighbour's) to ``here``: a box per box of a cartesian plan, a cell per cell of an
-    unstructured one; ``None`` where they do not pair up."""
+    neighbour's) to ``here``: a box per box of a cartesian plan, a run of cells consecutive
+    both here and there of an unstructured one; ``None`` where they do not pair up."""
     if isinstance(here, BoxRegion) and isinstance(there, BoxRegion):
         pairs = [(a, b) for a, b in zip(here.boxes, there.boxes) if a.size]
         if len(here.boxes) != len(there.boxes) or any(a.shape != b.shape for a, b in pairs):
@@ -150,9 +152,12 @@ def _rows(here: Region, there: Region, axes: int) -> np.ndarray | None:
     if isinstance(here, IndexRegion) and isinstance(there, IndexRegion):
         if here.count != there.count:
             return None
-        return np.stack(
-            [here.indices, np.ones(here.count, np.int64), there.indices], axis=1
-        ).astype(np.int64)
+        apart = (np.diff(here.indices) != 1) | (np.diff(there.indices) != 1)
+        starts = np.flatnonzero(np.concatenate([[here.count > 0], apart]))
+        lengths = np.diff(starts, append=here.count)
+        return np.stack([here.indices[starts], lengths, there.indices[starts]], axis=1).astype(
+            np.int64
+        )
     return None
 
 
@@ -250,5 +255,5 @@ class ExpandHaloExchangeShm(ExpandTransformation):
 
 @dace.library.register_expansion(UnstructuredHaloExchange, "SHM")
 class ExpandUnstructuredHaloExchangeShm(ExpandHaloExchangeShm):
-    """Lower ``UnstructuredHaloExchange`` alike: a row per halo cell (axis 0 of the fields is
-    the dim's local index)."""
+    """Lower ``UnstructuredHaloExchange`` alike: a row per run of halo cells (axis 0 of the
+    fields is the dim's local index)."""

@@ -31,10 +31,11 @@ namespace gt4py_halo_shm {
 // (allocation.py POOL_TABLE) and of its count of rows in use (POOL_ROWS); this rank, the
 // key of the exchange's group; how many sources and readers, how many rows are this rank's
 // own (the first ones); the address of this rank's records; the axes of the plan. Then the
-// lists: per source (rank, address of its records, its first row,
-// its count of rows), per reader (rank, the address of its done flag for this rank in its
-// record of slot 0); then the rows, each a box of cells: its start and shape here, its
-// start there (an unstructured plan: a row per cell, of one axis).
+// lists: per source (rank, address of its records, its first row, its count of rows, per
+// axis how far its rows reach there: the least extent of its fields), per reader (rank,
+// the address of its done flag for this rank in its record of slot 0); then the rows, each
+// a box of cells: its start and shape here, its start there (an unstructured plan: a row
+// per run of cells consecutive here and there, of one axis).
 enum {
     COUNTERS, POOLS, POOL_ROWS, RANK, GROUP, SOURCES, READERS, OWN, RECORDS, AXES, HEAD
 };
@@ -161,6 +162,60 @@ static void copy_row(const Field& to, const long* to_start, const char* from,
     copy_box(at, ts + axes, source, fs + axes, extents + axes, 8 - (int)axes, to.itemsize);
 }
 
+// Bytes [0, n) of `from` to `to`: short runs (a cell or two of an unstructured plan) in
+// 8-byte moves rather than a call.
+static inline void copy_bytes(char* to, const char* from, long n) {
+    if (n > 64 || n % 8) return (void)std::memcpy(to, from, n);
+    for (long b = 0; b < n; b += 8) {
+        uint64_t value;
+        std::memcpy(&value, from + b, 8);
+        std::memcpy(to + b, &value, 8);
+    }
+}
+
+// `count` rows of an unstructured plan (one plan axis, the cells: a row is a run of cells
+// consecutive in both fields) from `from` to `to`, every level. Where a cell's levels lie
+// contiguous in both fields: a copy per run (the cells contiguous too) or per cell; where
+// the cells do (GT4Py's CPU layout, one level axis): a copy per level and run; else row by
+// row as a box.
+static void copy_cells(const Field& to, const char* from, const long* from_strides,
+                       const long* rows, long count) {
+    const long size = to.itemsize, t0 = to.strides[0], f0 = from_strides[0];
+    long cell = size;  // the bytes of a cell's levels where contiguous in both, else 0
+    for (long k = to.ndim - 1; k >= 1 && cell > 0; --k)
+        cell = to.strides[k] == cell && from_strides[k] == cell ? cell * to.shape[k] : 0;
+    for (long r = 0; r < count && cell > 0; ++r) {
+        const long* row = rows + 3 * r;
+        char* at = to.data + row[0] * t0;
+        const char* source = from + row[2] * f0;
+        if (t0 == cell && f0 == cell) {
+            copy_bytes(at, source, row[1] * cell);
+            continue;
+        }
+        for (long c = 0; c < row[1]; ++c) copy_bytes(at + c * t0, source + c * f0, cell);
+    }
+    if (cell > 0) return;
+    if (to.ndim == 2 && t0 == size && f0 == size) {
+        for (long k = 0; k < to.shape[1]; ++k)
+            for (long r = 0; r < count; ++r) {
+                const long* row = rows + 3 * r;
+                copy_bytes(to.data + k * to.strides[1] + row[0] * size,
+                           from + k * from_strides[1] + row[2] * size, row[1] * size);
+            }
+        return;
+    }
+    for (long r = 0; r < count; ++r)
+        copy_row(to, rows + 3 * r, from, from_strides, rows + 3 * r + 2, rows + 3 * r + 1, 1);
+}
+
+// `count` rows of the plan, from `rows` on, from `from` to `to`.
+static void copy_rows_of(const Field& to, const char* from, const long* from_strides,
+                         const long* rows, long count, long axes) {
+    if (axes == 1) return copy_cells(to, from, from_strides, rows, count);
+    for (long r = 0; r < count; ++r, rows += 3 * axes)
+        copy_row(to, rows, from, from_strides, rows + 2 * axes, rows + axes, axes);
+}
+
 static inline const long* pool_row(const long* plan, long pool) {
     if (pool < 0 || pool >= *(const long*)plan[POOL_ROWS]) return nullptr;
     const long* row = (const long*)plan[POOLS] + 4 * pool;
@@ -204,10 +259,12 @@ static inline long* record_of(long address, const Layout& L, long slot) {
     return (long*)address + slot * L.record;
 }
 
-static inline const long* source_of(const long* plan, long j) { return plan + HEAD + 4 * j; }
-static inline const long* readers_of(const long* plan) { return plan + HEAD + 4 * plan[SOURCES]; }
+static inline const long* source_of(const long* plan, long j) {
+    return plan + HEAD + (4 + plan[AXES]) * j;
+}
+static inline const long* readers_of(const long* plan) { return source_of(plan, plan[SOURCES]); }
 static inline const long* row_of(const long* plan, long r) {
-    return plan + HEAD + 4 * plan[SOURCES] + 2 * plan[READERS] + r * 3 * plan[AXES];
+    return readers_of(plan) + 2 * plan[READERS] + r * 3 * plan[AXES];
 }
 
 // Starts an exchange of `count` fields: its number, -1 where it is refused (every rank
@@ -249,7 +306,7 @@ static long check(const long* plan, const Layout& L, long number, long stamp, lo
     if (record[0] != number + 1) return *detail = record[0] - 1, OUT_OF_STEP;
     if (record[1] != signature || record[2] != count) return *detail = -1, OTHER_FIELDS;
     const long axes = plan[AXES], rank = source_of(plan, j)[0];
-    const long first = source_of(plan, j)[2], rows = source_of(plan, j)[3];
+    const long* reach = source_of(plan, j) + 4;
     for (long i = 0; i < count; ++i) {
         const long* words = record + L.fields + i * L.field;
         const long* shape = words + 3;
@@ -257,13 +314,8 @@ static long check(const long* plan, const Layout& L, long number, long stamp, lo
         if (words[2] != fields[i].ndim) return OTHER_FIELDS;
         for (long a = axes; a < words[2]; ++a)
             if (shape[a] != fields[i].shape[a]) return OTHER_FIELDS;
-        for (long r = first; r < first + rows; ++r) {  // the boxes read there inside the field
-            const long* row = row_of(plan, r);
-            for (long a = 0; a < axes; ++a)
-                if (row[2 * axes + a] < 0 || row[axes + a] > shape[a] ||
-                    row[2 * axes + a] > shape[a] - row[axes + a])
-                    return OUTSIDE;
-        }
+        for (long a = 0; a < axes; ++a)  // the boxes read there inside the field
+            if (reach[a] > shape[a]) return OUTSIDE;
         if (words[0] == -2) return NOT_SHARED;
         long low, high;
         if (!extent_of(words[2], shape, words + 3 + L.max_axes, fields[i].itemsize, &low, &high))
@@ -299,12 +351,9 @@ static void finish(const long* plan, const Layout& L, long number, long stamp, l
     long problem = 0, culprit = plan[RANK], detail = 0;
     for (long i = 0; i < count && !problem; ++i)
         if (own[L.fields + i * L.field] == -2) problem = NOT_SHARED, detail = i;
-    for (long r = 0; r < plan[OWN]; ++r) {
-        const long* row = row_of(plan, r);
-        for (long i = 0; i < count; ++i)
-            copy_row(fields[i], row, fields[i].data, fields[i].strides, row + 2 * axes,
-                     row + axes, axes);
-    }
+    for (long i = 0; i < count; ++i)
+        copy_rows_of(fields[i], fields[i].data, fields[i].strides, row_of(plan, 0), plan[OWN],
+                     axes);
     const char* theirs[64];
     for (long j = 0; j < sources && !problem; ++j) {
         reach(record_of(source_of(plan, j)[1], L, slot), number + 1);
@@ -324,13 +373,9 @@ static void finish(const long* plan, const Layout& L, long number, long stamp, l
             break;
         }
         const long first = source_of(plan, j)[2], rows = source_of(plan, j)[3];
-        for (long i = 0; i < count; ++i) {
-            const long* strides = words + L.fields + i * L.field + 3 + L.max_axes;
-            for (long r = first; r < first + rows; ++r) {
-                const long* row = row_of(plan, r);
-                copy_row(fields[i], row, theirs[i], strides, row + 2 * axes, row + axes, axes);
-            }
-        }
+        for (long i = 0; i < count; ++i)
+            copy_rows_of(fields[i], theirs[i], words + L.fields + i * L.field + 3 + L.max_axes,
+                         row_of(plan, first), rows, axes);
     }
     for (long j = 0; j < (problem ? L.max_sources : sources); ++j)
         store(own + L.done + j, number + 1);
