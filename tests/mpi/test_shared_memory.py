@@ -335,6 +335,75 @@ def test_compiled_unstructured_runs_of_cells_fill_exact_halos(comm):
 
 
 @pytest.mark.timeout(120)  # a hang fails
+def test_more_compiled_exchanges_in_flight_than_slots_raise_on_every_rank(comm):
+    """A step that starts 17 exchanges before finishing any (a statement between reads all
+    fields, so each finish, which writes its field, comes after it; independent pairs would
+    be emitted one after the other): the 17th start finds its slot taken and is refused on
+    every rank alike, the other 16 run; the call raises on every rank, naming the limit. The
+    next call of a step with fewer in flight fills exact halos."""
+    assert SLOTS == 16
+    d = gh.CartesianDecomposition((12, 7), halo=1, periodic=(True, False), comm=comm)
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, MiB)
+
+    @gh.program(comm=comm)
+    def seventeen(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, s):
+        h0 = ex.start(a0)
+        h1 = ex.start(a1)
+        h2 = ex.start(a2)
+        h3 = ex.start(a3)
+        h4 = ex.start(a4)
+        h5 = ex.start(a5)
+        h6 = ex.start(a6)
+        h7 = ex.start(a7)
+        h8 = ex.start(a8)
+        h9 = ex.start(a9)
+        h10 = ex.start(a10)
+        h11 = ex.start(a11)
+        h12 = ex.start(a12)
+        h13 = ex.start(a13)
+        h14 = ex.start(a14)
+        h15 = ex.start(a15)
+        h16 = ex.start(a16)
+        s[0] = a0[1, 1] + a1[1, 1] + a2[1, 1] + a3[1, 1] + a4[1, 1] + a5[1, 1] + a6[1, 1]
+        s[1] = a7[1, 1] + a8[1, 1] + a9[1, 1] + a10[1, 1] + a11[1, 1] + a12[1, 1]
+        s[2] = a13[1, 1] + a14[1, 1] + a15[1, 1] + a16[1, 1]
+        h0.finish()
+        h1.finish()
+        h2.finish()
+        h3.finish()
+        h4.finish()
+        h5.finish()
+        h6.finish()
+        h7.finish()
+        h8.finish()
+        h9.finish()
+        h10.finish()
+        h11.finish()
+        h12.finish()
+        h13.finish()
+        h14.finish()
+        h15.finish()
+        h16.finish()
+
+    @gh.program(comm=comm)
+    def two(a, b):
+        h = ex.start(a)
+        ex.exchange(b)
+        h.finish()
+
+    fields = [shared(allocator, filled_local(d, (), np.float64) + k) for k in range(17)]
+    with pytest.raises(gh.RanksDisagreeError, match="more than 16 'shm' exchanges in flight"):
+        seventeen(*fields, np.zeros(3))
+    for k, field in enumerate(fields[:16]):  # the exchanges that ran
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64) + k)
+    fields = [shared(allocator, filled_local(d, (), np.float64) + k) for k in range(2)]
+    two(*fields)
+    for k, field in enumerate(fields):
+        np.testing.assert_array_equal(field, expected_local(d, (), np.float64) + k)
+
+
+@pytest.mark.timeout(120)  # a hang fails
 def test_compiled_exchanges_of_ranks_out_of_step_raise(comm):
     """A loop around an exchange whose trips differ between ranks, in kept calls: rank 0 makes
     two trips in a call and one in the next, the others one and then two. Rank 0's second
