@@ -143,8 +143,8 @@ class SharedPool:
             [[self.segment(r).ctypes.data, self.segment(r).nbytes] for r in range(node_size)],
             np.int64,
         )
-        POOL_TABLE[self.number] = (self.number + 1, group_key(self.group), node_size, 0)
-        POOL_TABLE[self.number, 3] = self.table.ctypes.data
+        row = (self.number + 1, group_key(self.group), node_size, self.table.ctypes.data)
+        POOL_TABLE[self.number] = row
         POOL_ROWS[0] = max(POOL_ROWS[0], self.number + 1)
 
     def malloc(self, length: int) -> np.ndarray:

@@ -92,21 +92,48 @@ class Exchange(definitions.ExchangeRuntime):
     ) -> Result:
         """Post the exchange of ``fields`` along horizontal ``dim``; ``finish`` the result.
         No fields: nothing to exchange (as ICON4Py's own runtimes)."""
+        if not fields:
+            self._name(dim)
+            return Result(None, ())
+        name, exchanged = self._exchanged(dim, fields, stream)
+        handle = self.exchange_runtime.start(*exchanged, dim=name)
+        handle._hold(fields)  # the views exchanged hold no reference to them
+        return Result(handle, fields)
+
+    def exchange(
+        self,
+        dim: gtx.Dimension,
+        *fields: gtx.Field | data_alloc.NDArray,
+        stream: definitions.StreamLike | definitions.BlockType = definitions.DEFAULT_STREAM,
+    ) -> None:
+        """``start`` and ``finish`` in one: gt4py_halo's blocking exchange, which runs from C
+        when the same fields come again (``ex.exchange``). The halos are written when this
+        returns, whatever ``stream``."""
+        if not fields:
+            self._name(dim)
+            return
+        name, exchanged = self._exchanged(dim, fields, stream)
+        self.exchange_runtime.exchange(*exchanged, dim=name)
+
+    def _name(self, dim: Any) -> str:
+        """The decomposition's name of horizontal ``dim``."""
         name = getattr(dim, "value", None)
         if not isinstance(dim, gtx.Dimension) or name not in self._dims:
             raise FieldError(
                 f"dim {dim!r} is not a horizontal dim of the decomposition "
                 f"({', '.join(self._dims)})"
             )
-        if not fields:
-            return Result(None, ())
+        return name
+
+    def _exchanged(self, dim: Any, fields: tuple, stream: Any) -> tuple[str, list[Any]]:
+        """The dim's name and what is exchanged of ``fields`` (``_local_part``), once the
+        work submitted to ``stream`` is done where they are device fields."""
+        name = self._name(dim)
         size = self.decomposition.local_size(name)
         exchanged = [self._local_part(f, position, dim, size) for position, f in enumerate(fields)]
         if not isinstance(as_array(fields[0], 0), np.ndarray):
             _synchronize(stream)
-        handle = self.exchange_runtime.start(*exchanged, dim=name)
-        handle._hold(fields)  # the views exchanged hold no reference to them
-        return Result(handle, fields)
+        return name, exchanged
 
     def _local_part(self, field: Any, position: int, dim: gtx.Dimension, size: int) -> Any:
         """``field`` itself, or the view of its first ``size`` entries (nproma padding):
@@ -114,7 +141,8 @@ class Exchange(definitions.ExchangeRuntime):
         exchange's checks and GHEX's descriptors are kept per object), kept without keeping
         ``field`` alive. A GT4Py field's first dim must be ``dim``."""
         array = as_array(field, position)
-        if isinstance(field, gtx.Field) and field.domain.dims[:1] != (dim,):
+        domain = getattr(field, "domain", None)  # a GT4Py field's (isinstance costs microseconds)
+        if array is not field and domain is not None and domain.dims[:1] != (dim,):
             raise FieldError(
                 f"field {position} has dims {[d.value for d in field.domain.dims]}; an "
                 f"exchange along {dim.value!r} takes fields whose first dim is {dim.value!r}"

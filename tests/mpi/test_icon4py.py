@@ -104,6 +104,11 @@ def test_halos_equal_the_owners_and_icon4pys_own_exchange(
             theirs, theirs_written = as_passed(kind, before_exchange(info, dim, levels, dtype), dim)
             icon4py_own.exchange(dim, theirs, stream=definitions.BLOCK)
             assert written.tobytes() == np.ascontiguousarray(theirs_written).tobytes()
+        # the same field again, new owners' values: the blocking call kept, run from C
+        written[: len(gids)] = before_exchange(info, dim, levels, dtype) + 1
+        runtime.exchange(dim, passed, stream=definitions.BLOCK)
+        np.testing.assert_array_equal(written[: len(gids)], values(gids, levels, dtype) + 1)
+        assert (written[len(gids) :] == -2).all(), "padding beyond the local size written"
 
 
 def test_three_dims_in_flight_with_mixed_dtypes(runtime, info):
@@ -133,6 +138,33 @@ def test_three_dims_in_flight_with_mixed_dtypes(runtime, info):
     ]
     for array, dim, levels, dtype in expected:
         np.testing.assert_array_equal(array, values(info.global_index(dim), levels, dtype))
+
+
+@pytest.mark.parametrize("kind", ["numpy", "gt4py field", "nproma-padded"])
+def test_the_shm_transport_with_fields_in_shared_memory(props, info, kind):
+    """Over ``shm``, fields from ``gh.shared_allocator`` of the adapter's decomposition
+    (NumPy arrays, padded ones, GT4Py fields): exact halos from a first call, a kept call
+    from C with new owners' values, and a split call."""
+    runtime = gh_icon4py.create_exchange(props, info, backend="shm")
+    allocator = gh.shared_allocator(runtime.decomposition, 1 << 20)
+    for dim in DIMS:
+        gids = info.global_index(dim)
+        length = len(gids) + PADDING if kind == "nproma-padded" else None
+        made = before_exchange(info, dim, 3, np.float64, length)
+        passed = allocator.empty(made.shape)
+        passed[...] = made
+        written = passed
+        if kind == "gt4py field":
+            passed = gtx.as_field([dim, dims.KDim], made, allocator=allocator)
+            written = passed.ndarray
+        for call in range(3):
+            written[: len(gids)] = before_exchange(info, dim, 3, np.float64) + call
+            if call < 2:
+                runtime.exchange(dim, passed, stream=definitions.BLOCK)
+            else:
+                runtime.start(dim, passed).finish()
+            np.testing.assert_array_equal(written[: len(gids)], values(gids, 3, np.float64) + call)
+            assert (written[len(gids) :] == -2).all(), "padding beyond the local size written"
 
 
 def test_what_icon4py_asks_of_a_runtime(runtime, props):

@@ -180,6 +180,7 @@ def _order(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
 
 
 def _shm_plan_array(data: CompiledExchangeData, plan: ExchangePlan) -> np.ndarray:
+    """The ``shm`` expansion's (imported here: it imports this module)."""
     from gt4py_halo.transports.shm.expansion import plan_array
 
     return plan_array(data, plan)
@@ -203,7 +204,7 @@ PLAN_DATA: dict[str, Callable[[CompiledExchangeData, ExchangePlan], np.ndarray]]
     "peers": _peers,
     "order": _order,
     "domain": _block,
-    "shm": lambda data, plan: _shm_plan_array(data, plan),
+    "shm": _shm_plan_array,
     "neighbours": lambda data, plan: np.array(
         [n.rank for n in plan.remote_neighbours], dtype=np.int32
     ),
