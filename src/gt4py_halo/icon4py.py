@@ -112,8 +112,23 @@ class Exchange(definitions.ExchangeRuntime):
         if not fields:
             self._name(dim)
             return
-        name, exchanged = self._exchanged(dim, fields, stream)
+        waited = definitions.DEFAULT_STREAM if stream is definitions.BLOCK else stream
+        name, exchanged = self._exchanged(dim, fields, waited)
         self.exchange_runtime.exchange(*exchanged, dim=name)
+
+    def __call__(
+        self,
+        *fields: gtx.Field | data_alloc.NDArray,
+        dim: gtx.Dimension,
+        full_exchange: bool = True,
+        stream: definitions.StreamLike | definitions.BlockType = definitions.DEFAULT_STREAM,
+    ) -> Result | None:
+        """ICON4Py's older form, which its granules still call: ``exchange`` where
+        ``full_exchange``, else ``start``."""
+        if full_exchange:
+            return self.exchange(dim, *fields, stream=stream)
+        waited = definitions.DEFAULT_STREAM if stream is definitions.BLOCK else stream
+        return self.start(dim, *fields, stream=waited)
 
     def _name(self, dim: Any) -> str:
         """The decomposition's name of horizontal ``dim``."""

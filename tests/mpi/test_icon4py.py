@@ -144,7 +144,8 @@ def test_three_dims_in_flight_with_mixed_dtypes(runtime, info):
 def test_the_shm_transport_with_fields_in_shared_memory(props, info, kind):
     """Over ``shm``, fields from ``gh.shared_allocator`` of the adapter's decomposition
     (NumPy arrays, padded ones, GT4Py fields): exact halos from a first call, a kept call
-    from C with new owners' values, and a split call."""
+    from C with new owners' values (through ICON4Py's older ``runtime(*fields, dim=...)``),
+    and a split call."""
     runtime = gh_icon4py.create_exchange(props, info, backend="shm")
     allocator = gh.shared_allocator(runtime.decomposition, 1 << 20)
     for dim in DIMS:
@@ -159,8 +160,10 @@ def test_the_shm_transport_with_fields_in_shared_memory(props, info, kind):
             written = passed.ndarray
         for call in range(3):
             written[: len(gids)] = before_exchange(info, dim, 3, np.float64) + call
-            if call < 2:
+            if call == 0:
                 runtime.exchange(dim, passed, stream=definitions.BLOCK)
+            elif call == 1:
+                runtime(passed, dim=dim, full_exchange=True)  # the form ICON4Py's granules call
             else:
                 runtime.start(dim, passed).finish()
             np.testing.assert_array_equal(written[: len(gids)], values(gids, 3, np.float64) + call)
