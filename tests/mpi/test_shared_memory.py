@@ -18,6 +18,7 @@ from test_compiled_step import (
     GLOBAL_SHAPE,
     bounds,
     initial_fields,
+    local_fields,
     make_step,
     run_from_python,
 )
@@ -288,6 +289,33 @@ def test_a_compiled_exchange_of_a_field_outside_the_pool_raises_on_every_rank(co
         step(outside)
     step(field)
     np.testing.assert_array_equal(field, expected_local(d, (), np.float64))
+
+
+def test_compiled_opposite_halos_copied_in_lockstep_fill_exact_halos(comm):
+    """Symmetric halos of periodic axes: the two halos across an axis are boxes of the same
+    shape (from the rank itself, or from one neighbour on 2 ranks), copied in lockstep
+    where their rows are short (one element across the unit-stride axis, two or a few
+    levels), one after the other where long. Uneven blocks; C, F, padded and GT4Py's default
+    (I, J, K) fields of three dtypes, blocking and split, new fields at a second call: exact
+    halos."""
+    d = gh.CartesianDecomposition((11, 9), halo=((2, 2), (1, 1)), periodic=(True, True))
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, 4 * MiB)
+
+    @gh.program(comm=comm)
+    def exchange_all(a, b, c, e, g):
+        h = ex.start(a, b)
+        ex.exchange(c, e, g)
+        h.finish()
+
+    specs = [((), np.float64, "C"), ((3,), np.int32, "F"), ((2,), np.float32, "C")]
+    specs += [((), np.float64, "P"), ((5,), np.float64, "gt4py")]
+    for _ in range(2):
+        fields = local_fields(d, specs, allocator)
+        exchange_all(*fields)
+        for field, (levels, dtype, _) in zip(fields, specs):
+            got = field if isinstance(field, np.ndarray) else field.asnumpy()
+            np.testing.assert_array_equal(got, expected_local(d, levels, dtype))
 
 
 def test_compiled_unstructured_runs_of_cells_fill_exact_halos(comm):

@@ -78,64 +78,95 @@ static inline void reach(const long* at, long target) {
     __atomic_fetch_add(&gt4py_halo_mpi::waits(), 1, __ATOMIC_RELAXED);
 }
 
-// Rows of n1 elements of T, n0 of them: the two innermost axes of a box.
-template <typename T>
-static void copy_rows(char* to, long t0, long t1, const char* from, long f0, long f1, long n0,
-                      long n1) {
+// Bytes [0, n) of `from` to `to`: short runs (a cell or two of an unstructured plan) in
+// 8-byte moves rather than a call.
+static inline void copy_bytes(char* to, const char* from, long n) {
+    if (n > 64 || n % 8) return (void)std::memcpy(to, from, n);
+    for (long b = 0; b < n; b += 8) {
+        uint64_t value;
+        std::memcpy(&value, from + b, 8);
+        std::memcpy(to + b, &value, 8);
+    }
+}
+
+// Rows of n1 elements of T, n0 of them (the two innermost axes of a box), of `boxes` boxes
+// (one or two) of the same loops in lockstep: two boxes that share cache lines (the two
+// halos across the unit-stride axis, each one element per row: the cells of one lie in the
+// cache lines of the other's sources) touch each row once.
+template <typename T, int boxes>
+static void copy_rows(char* const* to, long t0, long t1, const char* const* from, long f0,
+                      long f1, long n0, long n1) {
+    char* here[boxes];  // local copies: the stores below (of bytes) could alias `to` itself
+    const char* there[boxes];
+    for (int b = 0; b < boxes; ++b) here[b] = to[b], there[b] = from[b];
     for (long i = 0; i < n0; ++i) {
-        char* row = to + i * t0;
-        const char* source = from + i * f0;
         if (t1 == (long)sizeof(T) && f1 == (long)sizeof(T)) {
-            std::memcpy(row, source, n1 * sizeof(T));
+            for (int b = 0; b < boxes; ++b)
+                copy_bytes(here[b] + i * t0, there[b] + i * f0, n1 * sizeof(T));
             continue;
         }
-        for (long k = 0; k < n1; ++k) {
-            T value;
-            std::memcpy(&value, source + k * f1, sizeof(T));
-            std::memcpy(row + k * t1, &value, sizeof(T));
-        }
+        for (long k = 0; k < n1; ++k)
+            for (int b = 0; b < boxes; ++b) {
+                T value;
+                std::memcpy(&value, there[b] + i * f0 + k * f1, sizeof(T));
+                std::memcpy(here[b] + i * t0 + k * t1, &value, sizeof(T));
+            }
     }
 }
 
-// The box of `extents` (axes > 1 of them, ordered outermost first, none empty) from `from`
-// to `to`.
-static void copy_box(char* to, const long* to_strides, const char* from, const long* from_strides,
-                     const long* extents, int axes, long itemsize) {
-    if (axes > 2) {
-        for (long i = 0; i < extents[0]; ++i)
-            copy_box(to + i * to_strides[0], to_strides + 1, from + i * from_strides[0],
-                     from_strides + 1, extents + 1, axes - 1, itemsize);
+// The loops of a box: `axes` (two at least) of `extents`, outermost first, with the strides
+// in bytes here (`ts`) and there (`fs`).
+struct Loops {
+    int axes;
+    long extents[8], ts[8], fs[8];
+};
+
+// The two innermost loops of `boxes` boxes, of elements of `itemsize` bytes.
+template <int boxes>
+static void copy_inner(char* const* to, long t0, long t1, const char* const* from, long f0,
+                       long f1, long n0, long n1, long itemsize) {
+    switch (itemsize) {
+        case 8: return copy_rows<uint64_t, boxes>(to, t0, t1, from, f0, f1, n0, n1);
+        case 4: return copy_rows<uint32_t, boxes>(to, t0, t1, from, f0, f1, n0, n1);
+        case 2: return copy_rows<uint16_t, boxes>(to, t0, t1, from, f0, f1, n0, n1);
+        case 1: return copy_rows<uint8_t, boxes>(to, t0, t1, from, f0, f1, n0, n1);
+    }
+    for (int b = 0; b < boxes; ++b)
+        for (long i = 0; i < n0; ++i)
+            for (long k = 0; k < n1; ++k)
+                std::memcpy(to[b] + i * t0 + k * t1, from[b] + i * f0 + k * f1, itemsize);
+}
+
+// Boxes of `loops` from `from[b]` to `to[b]`, `boxes` of them (one or two) in lockstep.
+static void copy_box(char* const* to, const char* const* from, const Loops& loops, int axis,
+                     long itemsize, int boxes) {
+    if (loops.axes - axis > 2) {
+        for (long i = 0; i < loops.extents[axis]; ++i) {
+            char* inner_to[2];
+            const char* inner_from[2];
+            for (int b = 0; b < boxes; ++b)
+                inner_to[b] = to[b] + i * loops.ts[axis],
+                inner_from[b] = from[b] + i * loops.fs[axis];
+            copy_box(inner_to, inner_from, loops, axis + 1, itemsize, boxes);
+        }
         return;
     }
-    long t0 = to_strides[0], t1 = to_strides[1], f0 = from_strides[0], f1 = from_strides[1];
-    long n0 = extents[0], n1 = extents[1];
-    switch (itemsize) {
-        case 8: return copy_rows<uint64_t>(to, t0, t1, from, f0, f1, n0, n1);
-        case 4: return copy_rows<uint32_t>(to, t0, t1, from, f0, f1, n0, n1);
-        case 2: return copy_rows<uint16_t>(to, t0, t1, from, f0, f1, n0, n1);
-        case 1: return copy_rows<uint8_t>(to, t0, t1, from, f0, f1, n0, n1);
-    }
-    for (long i = 0; i < n0; ++i)
-        for (long k = 0; k < n1; ++k)
-            std::memcpy(to + i * t0 + k * t1, from + i * f0 + k * f1, itemsize);
+    const long t0 = loops.ts[axis], t1 = loops.ts[axis + 1], f0 = loops.fs[axis],
+               f1 = loops.fs[axis + 1], n0 = loops.extents[axis], n1 = loops.extents[axis + 1];
+    if (boxes == 2) return copy_inner<2>(to, t0, t1, from, f0, f1, n0, n1, itemsize);
+    copy_inner<1>(to, t0, t1, from, f0, f1, n0, n1, itemsize);
 }
 
-// Box `row` of the plan from `from` (start at `from_start`) to `to` (start at `to_start`),
-// every level: the axes of more than one element ordered by the strides of `to`, the
-// largest first, those that both boxes hold contiguously joined, the loops over what is
-// left (two at least: axes of one element before them).
-static void copy_row(const Field& to, const long* to_start, const char* from,
-                     const long* from_strides, const long* from_start, const long* shape,
-                     long plan_axes) {
-    long order[6], extents[8], ts[8], fs[8];
-    long n = 0;
-    char* at = to.data;
-    const char* source = from;
+// The loops of a box of `shape` (in the plan's axes; every level) of `to`, read where the
+// strides are `from_strides`: the axes of more than one element ordered by the strides of
+// `to`, the largest first, those that both fields hold contiguously joined, two at least
+// (axes of one element before them). False where the box is empty.
+static bool loops_of(const Field& to, const long* from_strides, const long* shape, long plan_axes,
+                     Loops* loops) {
+    long order[6], n = 0;
     for (long k = 0; k < to.ndim; ++k) {
         long extent = k < plan_axes ? shape[k] : to.shape[k];
-        if (extent <= 0) return;
-        if (k < plan_axes)
-            at += to_start[k] * to.strides[k], source += from_start[k] * from_strides[k];
+        if (extent <= 0) return false;
         if (extent > 1) order[n++] = k;
     }
     for (long a = 1; a < n; ++a)  // insertion sort, by |stride| descending
@@ -145,9 +176,9 @@ static void copy_row(const Field& to, const long* to_start, const char* from,
             long keep = order[b];
             order[b] = order[b - 1], order[b - 1] = keep;
         }
-    // from the innermost axis out, each axis joined to the one inside it where both boxes
-    // hold them one after the other (a row across both), then two axes at least
-    long axes = 8;
+    // from the innermost axis out, each axis joined to the one inside it where both fields
+    // hold them one after the other (a row across both)
+    long extents[8], ts[8], fs[8], axes = 8;
     for (long a = n - 1; a >= 0; --a) {
         long k = order[a], extent = k < plan_axes ? shape[k] : to.shape[k];
         if (axes < 8 && to.strides[k] == ts[axes] * extents[axes] &&
@@ -159,18 +190,46 @@ static void copy_row(const Field& to, const long* to_start, const char* from,
         extents[axes] = extent, ts[axes] = to.strides[k], fs[axes] = from_strides[k];
     }
     while (axes > 6) --axes, extents[axes] = 1, ts[axes] = 0, fs[axes] = 0;
-    copy_box(at, ts + axes, source, fs + axes, extents + axes, 8 - (int)axes, to.itemsize);
+    loops->axes = 8 - (int)axes;
+    for (int a = 0; a < loops->axes; ++a)
+        loops->extents[a] = extents[axes + a], loops->ts[a] = ts[axes + a],
+        loops->fs[a] = fs[axes + a];
+    return true;
 }
 
-// Bytes [0, n) of `from` to `to`: short runs (a cell or two of an unstructured plan) in
-// 8-byte moves rather than a call.
-static inline void copy_bytes(char* to, const char* from, long n) {
-    if (n > 64 || n % 8) return (void)std::memcpy(to, from, n);
-    for (long b = 0; b < n; b += 8) {
-        uint64_t value;
-        std::memcpy(&value, from + b, 8);
-        std::memcpy(to + b, &value, 8);
+// Where box `row` of the plan (its start here, its shape, its start there) begins in `to`
+// and in `from`.
+static inline void corners(const Field& to, const char* from, const long* from_strides,
+                           const long* row, long plan_axes, char** at, const char** source) {
+    *at = to.data, *source = from;
+    for (long k = 0; k < plan_axes; ++k)
+        *at += row[k] * to.strides[k], *source += row[2 * plan_axes + k] * from_strides[k];
+}
+
+// Boxes `rows` (`boxes` of them, one or two of the same shape) of the plan from `from` to
+// `to`, every level: in lockstep where their rows are short (a cache line at most, or one
+// element each), else one after the other (long runs stream better one box at a time).
+static void copy_rows_as_boxes(const Field& to, const char* from, const long* from_strides,
+                               const long* const* rows, int boxes, long plan_axes) {
+    Loops loops;
+    if (!loops_of(to, from_strides, rows[0] + plan_axes, plan_axes, &loops)) return;
+    char* at[2];
+    const char* source[2];
+    for (int b = 0; b < boxes; ++b)
+        corners(to, from, from_strides, rows[b], plan_axes, &at[b], &source[b]);
+    const int last = loops.axes - 1;
+    if (loops.ts[last] == to.itemsize && loops.fs[last] == to.itemsize &&
+        loops.extents[last] * to.itemsize > 64) {
+        for (int b = 0; b < boxes; ++b) copy_box(&at[b], &source[b], loops, 0, to.itemsize, 1);
+        return;
     }
+    copy_box(at, source, loops, 0, to.itemsize, boxes);
+}
+
+// Box `row` of the plan from `from` to `to`, every level.
+static inline void copy_row(const Field& to, const long* row, const char* from,
+                            const long* from_strides, long plan_axes) {
+    copy_rows_as_boxes(to, from, from_strides, &row, 1, plan_axes);
 }
 
 // `count` rows of an unstructured plan (one plan axis, the cells: a row is a run of cells
@@ -204,16 +263,26 @@ static void copy_cells(const Field& to, const char* from, const long* from_strid
             }
         return;
     }
-    for (long r = 0; r < count; ++r)
-        copy_row(to, rows + 3 * r, from, from_strides, rows + 3 * r + 2, rows + 3 * r + 1, 1);
+    for (long r = 0; r < count; ++r) copy_row(to, rows + 3 * r, from, from_strides, 1);
 }
 
-// `count` rows of the plan, from `rows` on, from `from` to `to`.
+// `count` rows of the plan, from `rows` on, from `from` to `to`; each box with the next one
+// of the same shape, if any, in lockstep (the two halos of an axis that wraps onto the rank).
 static void copy_rows_of(const Field& to, const char* from, const long* from_strides,
                          const long* rows, long count, long axes) {
     if (axes == 1) return copy_cells(to, from, from_strides, rows, count);
-    for (long r = 0; r < count; ++r, rows += 3 * axes)
-        copy_row(to, rows, from, from_strides, rows + 2 * axes, rows + axes, axes);
+    enum { MAX_BOXES = 729 };  // of a cartesian plan per neighbour: 3^6 - 1 directions
+    bool paired[MAX_BOXES] = {};
+    for (long r = 0; r < count; ++r) {
+        if (r < MAX_BOXES && paired[r]) continue;
+        const long* pair[2] = {rows + 3 * axes * r, nullptr};
+        int boxes = 1;
+        for (long q = r + 1; q < count && q < MAX_BOXES && boxes == 1; ++q)
+            if (!paired[q] &&
+                std::memcmp(pair[0] + axes, rows + 3 * axes * q + axes, axes * sizeof(long)) == 0)
+                pair[1] = rows + 3 * axes * q, paired[q] = true, boxes = 2;
+        copy_rows_as_boxes(to, from, from_strides, pair, boxes, axes);
+    }
 }
 
 static inline const long* pool_row(const long* plan, long pool) {
