@@ -241,6 +241,25 @@ def test_a_padded_array_in_flight_outlives_its_result(runtime, info):
     assert alive() is None, "a finished exchange kept its array alive"
 
 
+@pytest.mark.parametrize("kind", ["numpy", "gt4py field", "nproma-padded"])
+def test_blocking_calls_keep_no_field_alive(runtime, info, kind):
+    """Fields exchanged again and again (the call kept, run from C) are freed once the
+    caller drops them: what the adapter and the exchange keep of them is weak."""
+    import gc
+    import weakref
+
+    dim = dims.EdgeDim
+    gids = info.global_index(dim)
+    length = len(gids) + PADDING if kind == "nproma-padded" else None
+    passed, _ = as_passed(kind, before_exchange(info, dim, 2, np.float64, length), dim)
+    for _ in range(3):
+        runtime.exchange(dim, passed, stream=definitions.BLOCK)
+    alive = weakref.ref(passed)
+    del passed
+    gc.collect()
+    assert alive() is None, "a field exchanged by blocking calls kept alive"
+
+
 def test_nothing_to_exchange_and_a_ready_exchange_is_finished(runtime, info):
     """No fields: nothing to do (as ICON4Py's runtimes). ``is_ready()`` true: the exchange
     has finished, its halos written (ICON4Py's meaning), with every transport."""
