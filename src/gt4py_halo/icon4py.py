@@ -16,6 +16,10 @@ arrays longer than the dim's local size (ICON's nproma padding: the first entrie
 exchanged, the rest left alone); strided views; ICON4Py's local layout as its
 ``DecompositionInfo`` says (owned and halo entries in any order).
 
+``exchange`` (and ICON4Py's older ``runtime(*fields, dim=..., full_exchange=True)``, which
+its granules call) is gt4py_halo's blocking call: for fields exchanged before it runs from C,
+no Python step between the checks and the copies; ``start`` returns an exchange in flight.
+
 Streams: host fields exchange at once whatever ``stream`` says (ICON4Py's protocol). For
 device fields, ``start`` first waits on the host for ``stream`` (the exchange does not begin
 before work submitted to it), and ``finish`` returns once the halos are written, whatever
