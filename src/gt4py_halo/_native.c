@@ -15,7 +15,14 @@
        then per outer dim of one entry: count, source stride, destination stride
    copying for each i < count the block of one entry: from source + index[i] x indexed stride
    to destination + i x other stride (a gather), or (scatter != 0) from source + i x other
-   stride to destination + index[i] x indexed stride; index: count C-contiguous int64. The
+   stride to destination + index[i] x indexed stride; index: count C-contiguous int64; or,
+   for two blocks of one layout in lockstep, with dims written as PAIRED + dims (dims >= 1),
+       source address, destination address, run bytes, PAIRED + dims,
+       the second block's source address, its destination address,
+       then the outer dims as above
+   copying each run of the first block, then the same run of the second: blocks that no
+   other block of the program reads or writes (a rank's two halos across its unit-stride
+   axis, one element per row: their rows' cache lines are fetched once, not twice). The
    records are made by gt4py_halo/runtime/packing.py from NumPy views of the same arrays,
    boxes and the plan's index lists (their addresses, shapes and strides; indices the plan
    checked against the fields' shape), so every byte touched lies inside those views; the
@@ -126,26 +133,72 @@ static inline void copy_run(char *dst, const char *src, int64_t run) {
     }
 }
 
+/* `count` runs of `size` bytes, `src_stride` and `dst_stride` apart, and as many of a second
+   block in lockstep where dst2 is not NULL; inlined where `size` is a constant: moves. */
+static inline __attribute__((always_inline)) void moves(size_t size, char *dst, const char *src,
+                                                        int64_t count, int64_t src_stride,
+                                                        int64_t dst_stride, char *dst2,
+                                                        const char *src2) {
+    for (int64_t i = 0; i < count; ++i) {
+        memcpy(dst + i * dst_stride, src + i * src_stride, size);
+        if (dst2 != NULL) memcpy(dst2 + i * dst_stride, src2 + i * src_stride, size);
+    }
+}
+
+/* The same, for runs of any size: the element sizes in loops of their own (a switch per run
+   costs more than the move). */
+static void copy_runs(char *dst, const char *src, int64_t run, int64_t count, int64_t src_stride,
+                      int64_t dst_stride, char *dst2, const char *src2) {
+    if (run == 8)
+        moves(8, dst, src, count, src_stride, dst_stride, dst2, src2);
+    else if (run == 4)
+        moves(4, dst, src, count, src_stride, dst_stride, dst2, src2);
+    else
+        for (int64_t i = 0; i < count; ++i) {
+            copy_run(dst + i * dst_stride, src + i * src_stride, run);
+            if (dst2 != NULL) copy_run(dst2 + i * dst_stride, src2 + i * src_stride, run);
+        }
+}
+
 static void copy_block(char *dst, const char *src, int64_t run, int64_t dims,
                        const int64_t *outer) {
     const int64_t count = outer[0], src_stride = outer[1], dst_stride = outer[2];
     if (dims == 1) {
-        for (int64_t i = 0; i < count; ++i)
-            copy_run(dst + i * dst_stride, src + i * src_stride, run);
+        copy_runs(dst, src, run, count, src_stride, dst_stride, NULL, NULL);
         return;
     }
     for (int64_t i = 0; i < count; ++i)
         copy_block(dst + i * dst_stride, src + i * src_stride, run, dims - 1, outer + 3);
 }
 
-/* The words of a record's head: 4, or 9 for an index list (dims < 0: its dims are -1 - dims). */
-static inline int64_t head_words(int64_t dims) { return dims < 0 ? 9 : 4; }
+#define PAIRED 64 /* dims of a record of two blocks in lockstep: PAIRED + their dims */
+
+static void copy_pair(char *dst, const char *src, char *dst2, const char *src2, int64_t run,
+                      int64_t dims, const int64_t *outer) {
+    const int64_t count = outer[0], src_stride = outer[1], dst_stride = outer[2];
+    if (dims == 1) {
+        copy_runs(dst, src, run, count, src_stride, dst_stride, dst2, src2);
+        return;
+    }
+    for (int64_t i = 0; i < count; ++i) {
+        const int64_t from = i * src_stride, to = i * dst_stride;
+        copy_pair(dst + to, src + from, dst2 + to, src2 + from, run, dims - 1, outer + 3);
+    }
+}
+
+/* The words of a record's head: 4, 9 for an index list (dims < 0: its dims are -1 - dims), 6
+   for a pair (dims >= PAIRED: its dims are dims - PAIRED). */
+static inline int64_t head_words(int64_t dims) { return dims < 0 ? 9 : dims >= PAIRED ? 6 : 4; }
+static inline int64_t dims_of(int64_t dims) {
+    return dims < 0 ? -1 - dims : dims >= PAIRED ? dims - PAIRED : dims;
+}
 
 /* Whether `program` is a sequence of whole records. */
 static int well_formed(const int64_t *at, const int64_t *end) {
     while (at + 4 <= end) {
-        const int64_t head = head_words(at[3]), dims = at[3] < 0 ? -1 - at[3] : at[3];
-        if (dims > MAX_DIMS || head + 3 * dims > end - at) return 0;
+        const int64_t head = head_words(at[3]), dims = dims_of(at[3]);
+        if (dims > MAX_DIMS || (at[3] >= PAIRED && dims < 1) || head + 3 * dims > end - at)
+            return 0;
         at += head + 3 * dims;
     }
     return at == end;
@@ -182,6 +235,10 @@ static PyObject *run(PyObject *self, PyObject *program) {
         if (dims < 0) {
             copy_entries(dst, src, run, -1 - dims, at + 4);
             at += 9 + 3 * (-1 - dims);
+        } else if (dims >= PAIRED) {
+            copy_pair(dst, src, (char *)(intptr_t)at[5], (const char *)(intptr_t)at[4], run,
+                      dims - PAIRED, at + 6);
+            at += 6 + 3 * (dims - PAIRED);
         } else {
             if (dims == 0)
                 copy_run(dst, src, run);
@@ -1836,7 +1893,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddObjectRef(m, "Repeating", (PyObject *)&RepeatingType) < 0 ||
         PyModule_AddObjectRef(m, "Persistent", (PyObject *)&PersistentType) < 0 ||
         PyModule_AddObjectRef(m, "SlotRun", (PyObject *)&SlotRunType) < 0 ||
-        PyModule_AddObjectRef(m, "ShmRun", (PyObject *)&ShmRunType) < 0) {
+        PyModule_AddObjectRef(m, "ShmRun", (PyObject *)&ShmRunType) < 0 ||
+        PyModule_AddIntConstant(m, "PAIRED", PAIRED) < 0) {
         Py_DECREF(m);
         return NULL;
     }

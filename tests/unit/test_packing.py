@@ -126,6 +126,37 @@ def test_records_copy_the_longest_contiguous_runs():
     assert packing._record(np.zeros((0, 3)), field[:0, :3, 0]) == []
 
 
+@pytest.mark.parametrize("layout", ["C", "Fortran", "padded", "negative strides"])
+def test_blocks_in_lockstep_equal_numpy_block_by_block(layout):
+    """A rank's own halos (every axis wrapping onto it): a block and the next one of one
+    layout with short runs are one record of two in lockstep (the two halos across an axis
+    with one element per row, or a few), long runs one record each; the halos NumPy's copy
+    of each box gives, in every layout."""
+    values = layouts(())[layout]
+    field = np.zeros((6, 10, 3), values.dtype)
+    field[...] = values[:, :, None] + np.arange(3) / 4
+    if layout != "C":  # the layout's own strides, levels added
+        field = np.moveaxis(np.asarray(np.moveaxis(field, -1, 0), order="F"), 0, -1)
+    boxes = [  # (halo, owned) pairs of axes 0 and 1, halo width 1
+        ((slice(0, 1), slice(1, 9)), (slice(4, 5), slice(1, 9))),
+        ((slice(5, 6), slice(1, 9)), (slice(1, 2), slice(1, 9))),
+        ((slice(1, 5), slice(0, 1)), (slice(1, 5), slice(8, 9))),
+        ((slice(1, 5), slice(9, 10)), (slice(1, 5), slice(1, 2))),
+    ]
+    blocks = [(field[dst], field[src]) for dst, src in boxes]
+    program = packing.block_program(blocks, lockstep=True)
+    expected = field.copy()
+    for dst, src in boxes:
+        expected[dst] = expected[src]
+    _native.run(program)
+    np.testing.assert_array_equal(field, expected)
+    records = [packing._record(*b) for b in blocks]
+    paired = [r[2] <= packing.LOCKSTEP_RUN_BYTES for r in records[::2]]
+    saved = [len(r) - 2 for r, p in zip(records[1::2], paired) if p]  # the second's head
+    assert len(program) == sum(map(len, records)) - sum(saved)
+    assert any(paired)  # axis 1's halos: a level's element or a cell's levels per row
+
+
 def test_a_malformed_program_is_refused_before_copying():
     field = np.arange(4.0)
     record = packing._record(np.zeros(4), field)
@@ -136,6 +167,8 @@ def test_a_malformed_program_is_refused_before_copying():
         [*record[:3], 40, *record[4:]],
         entries[:8],
         [*entries[:3], -41, *entries[4:]],
+        [*record[:3], _native.PAIRED + record[3], *record[:2]],  # a pair without its dims
+        [*record[:3], _native.PAIRED, *record[:2]],  # a pair of blocks without dims
     ):
         with pytest.raises(ValueError, match="malformed"):
             _native.run(np.array(program, np.int64))

@@ -275,7 +275,8 @@ class PreparedShmExchange:
                 for n in plan.neighbours
                 if n.rank == plan.rank
                 for b in self_blocks(n.send, n.recv, over)
-            ]
+            ],
+            lockstep=True,
         )
         self.reads, self.readers = transport.links(plan)
         self._over = over  # (views: they hold no array)
