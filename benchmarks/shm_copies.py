@@ -26,6 +26,7 @@ from mpi4py import MPI
 from runtime_exchange import CASES, fmt_time
 
 import gt4py_halo as gh
+from gt4py_halo.runtime.packing import LOCKSTEP_RUN_BYTES
 from gt4py_halo.transports.shm.expansion import _rows
 
 HERE = Path(__file__).resolve().parent
@@ -73,9 +74,8 @@ def main() -> None:
             for i, binary in enumerate(binaries):
                 for case in cases:
                     command = [str(binary), str(rows[case.name]), str(case.nfields)]
-                    ran = subprocess.run(
-                        command + [str(args.repeats)], check=True, capture_output=True
-                    )
+                    command += [str(args.repeats), str(LOCKSTEP_RUN_BYTES)]
+                    ran = subprocess.run(command, check=True, capture_output=True)
                     seconds.setdefault((i, case.name), []).append(float(ran.stdout))
     print("| case | " + " | ".join(str(inc) for inc in includes) + " |")
     print("|---|" + "---|" * len(includes))

@@ -78,7 +78,8 @@ def block_copies(blocks: Sequence[Block], xp: ModuleType, lockstep: bool = False
     return [partial(_native.run, program)] if program.size else []
 
 
-#: The longest runs (bytes) two blocks copied in lockstep may have: a cache line.
+#: The longest runs (bytes) two blocks copied in lockstep may have: a cache line (the
+#: compiled ``shm`` copies' rule too, ``transports/shm/include/gt4py_halo_shm.hpp``).
 LOCKSTEP_RUN_BYTES = 64
 
 

@@ -44,6 +44,7 @@ from gt4py_halo.compiled.stamps import STAMP
 from gt4py_halo.decomposition.collective import raise_on_all_ranks
 from gt4py_halo.decomposition.plan import BoxRegion, ExchangePlan, IndexRegion, Region
 from gt4py_halo.errors import FieldError, RanksDisagreeError
+from gt4py_halo.runtime.packing import LOCKSTEP_RUN_BYTES
 from gt4py_halo.transports.mpi.environment import MPI as MpiEnvironment
 from gt4py_halo.transports.shm import runtime
 from gt4py_halo.transports.shm.runtime import ShmTransport
@@ -219,6 +220,7 @@ class ExpandHaloExchangeShm(ExpandTransformation):
                 runtime._DONE,
                 runtime.MAX_AXES,
                 runtime.MAX_SOURCES,
+                LOCKSTEP_RUN_BYTES,
             )
         )
         described = ", ".join(_field(desc, i) for i, desc in enumerate(fields))

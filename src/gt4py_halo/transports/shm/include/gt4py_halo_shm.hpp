@@ -45,6 +45,7 @@ enum {
 // shape[max_axes], strides[max_axes] in bytes), then at `done` the done flags.
 struct Layout {
     long slots, record, stamp, fields, field, done, max_axes, max_sources;
+    long lockstep;  // the longest runs (bytes) of two boxes copied in lockstep
 };
 
 struct Field {
@@ -207,10 +208,11 @@ static inline void corners(const Field& to, const char* from, const long* from_s
 }
 
 // Boxes `rows` (`boxes` of them, one or two of the same shape) of the plan from `from` to
-// `to`, every level: in lockstep where their rows are short (a cache line at most, or one
-// element each), else one after the other (long runs stream better one box at a time).
+// `to`, every level: in lockstep where their rows are short (`lockstep` bytes at most, or
+// one element each), else one after the other (long runs stream better one box at a time).
 static void copy_rows_as_boxes(const Field& to, const char* from, const long* from_strides,
-                               const long* const* rows, int boxes, long plan_axes) {
+                               const long* const* rows, int boxes, long plan_axes,
+                               long lockstep) {
     Loops loops;
     if (!loops_of(to, from_strides, rows[0] + plan_axes, plan_axes, &loops)) return;
     char* at[2];
@@ -219,7 +221,7 @@ static void copy_rows_as_boxes(const Field& to, const char* from, const long* fr
         corners(to, from, from_strides, rows[b], plan_axes, &at[b], &source[b]);
     const int last = loops.axes - 1;
     if (loops.ts[last] == to.itemsize && loops.fs[last] == to.itemsize &&
-        loops.extents[last] * to.itemsize > 64) {
+        loops.extents[last] * to.itemsize > lockstep) {
         for (int b = 0; b < boxes; ++b) copy_box(&at[b], &source[b], loops, 0, to.itemsize, 1);
         return;
     }
@@ -229,7 +231,7 @@ static void copy_rows_as_boxes(const Field& to, const char* from, const long* fr
 // Box `row` of the plan from `from` to `to`, every level.
 static inline void copy_row(const Field& to, const long* row, const char* from,
                             const long* from_strides, long plan_axes) {
-    copy_rows_as_boxes(to, from, from_strides, &row, 1, plan_axes);
+    copy_rows_as_boxes(to, from, from_strides, &row, 1, plan_axes, 0);
 }
 
 // `count` rows of an unstructured plan (one plan axis, the cells: a row is a run of cells
@@ -269,7 +271,7 @@ static void copy_cells(const Field& to, const char* from, const long* from_strid
 // `count` rows of the plan, from `rows` on, from `from` to `to`; each box with the next one
 // of the same shape, if any, in lockstep (the two halos of an axis that wraps onto the rank).
 static void copy_rows_of(const Field& to, const char* from, const long* from_strides,
-                         const long* rows, long count, long axes) {
+                         const long* rows, long count, long axes, long lockstep) {
     if (axes == 1) return copy_cells(to, from, from_strides, rows, count);
     enum { MAX_BOXES = 729 };  // of a cartesian plan per neighbour: 3^6 - 1 directions
     bool paired[MAX_BOXES] = {};
@@ -281,7 +283,7 @@ static void copy_rows_of(const Field& to, const char* from, const long* from_str
             if (!paired[q] &&
                 std::memcmp(pair[0] + axes, rows + 3 * axes * q + axes, axes * sizeof(long)) == 0)
                 pair[1] = rows + 3 * axes * q, paired[q] = true, boxes = 2;
-        copy_rows_as_boxes(to, from, from_strides, pair, boxes, axes);
+        copy_rows_as_boxes(to, from, from_strides, pair, boxes, axes, lockstep);
     }
 }
 
@@ -422,7 +424,7 @@ static void finish(const long* plan, const Layout& L, long number, long stamp, l
         if (own[L.fields + i * L.field] == -2) problem = NOT_SHARED, detail = i;
     for (long i = 0; i < count; ++i)
         copy_rows_of(fields[i], fields[i].data, fields[i].strides, row_of(plan, 0), plan[OWN],
-                     axes);
+                     axes, L.lockstep);
     const char* theirs[64];
     for (long j = 0; j < sources && !problem; ++j) {
         reach(record_of(source_of(plan, j)[1], L, slot), number + 1);
@@ -444,7 +446,7 @@ static void finish(const long* plan, const Layout& L, long number, long stamp, l
         const long first = source_of(plan, j)[2], rows = source_of(plan, j)[3];
         for (long i = 0; i < count; ++i)
             copy_rows_of(fields[i], theirs[i], words + L.fields + i * L.field + 3 + L.max_axes,
-                         row_of(plan, first), rows, axes);
+                         row_of(plan, first), rows, axes, L.lockstep);
     }
     for (long j = 0; j < (problem ? L.max_sources : sources); ++j)
         store(own + L.done + j, number + 1);
