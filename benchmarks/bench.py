@@ -8,7 +8,7 @@ It runs, on 2 ranks (each calls mpirun itself):
 2. ``benchmarks/comb_peer.py``: per case of ``benchmarks/runtime_exchange.py``, LLNL Comb
    alternated with ours (compiled and runtime, both transports), the Python peers
    (mpi4py + NumPy, pyghex) and the case's references (``build/limits --cases``: its limit,
-   halo copies and ordered exchange, below), medians over rounds;
+   halo copies, ordered and shm exchanges in C, below), medians over rounds;
 3. ``benchmarks/devito_peer.py``: the exchange overhead per step of a 2-D diffusion step,
    ours compiled against Devito in each of its MPI modes.
 
@@ -31,7 +31,11 @@ included, which the limit's bytes leave out. The ordered exchange of a case: tho
 the last two axes, then the first axis' halo planes, contiguous once those are filled, by
 MPI straight from and into the fields (``benchmarks/limits.c``): an exchange in plain C as a
 layout made for it allows (a blocking compiled exchange of ours orders its work alike where
-an axis wraps onto the rank, ``docs/compiled_steps.md``). Both are measured in turn with the
+an axis wraps onto the rank, ``docs/compiled_steps.md``). The shm exchange in C of a case:
+the same, but the first axis' planes copied from the other rank's fields in a shared window
+after a flag (the ``shm`` transport's way, as plain as C has it): what an exchange through
+shared memory costs on this layout, the copies of cells another core wrote included, which
+the limit (a copy in one core's caches) leaves out. All three are measured in turn with the
 exchanges, round by round, as every other number of a case: the ratios of a case compare
 numbers of one run.
 
@@ -117,7 +121,8 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
             for n, bw in limits["copy_bytes_per_s"].items()
             if int(n) in (1 << 12, 1 << 16, 1 << 20, 1 << 24)
         )
-        + " (each case's limit, `halo copies` and `ordered` measured again in its turns).",
+        + " (each case's limit, `halo copies`, `ordered` and `shm in C` measured again in its "
+        "turns).",
         "",
         "![ours against peers and the limit](benchmarks.png)",
         "",
@@ -126,21 +131,23 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
             "case's remote halo bytes alone, one contiguous message each way; `halo copies`: "
             "the copies of the rank's halo in plain C, as if it were its own neighbour; "
             "`ordered`: an exchange in plain C, those copies of the last two axes, then the "
-            "first axis' planes by MPI in place; "
-            "last columns: our compiled exchange against the case's best peer and against "
-            "`ordered`, and the best of ours against the limit."
+            "first axis' planes by MPI in place; `shm in C`: the same, the planes copied "
+            "from the other rank's fields in shared memory; "
+            "last columns: our compiled exchanges against the case's best peer, `ordered` and "
+            "`shm in C`, and the best of ours against the limit."
         ),
         "",
-        "| case | limit | MPI transfer | halo copies | ordered | "
+        "| case | limit | MPI transfer | halo copies | ordered | shm in C | "
         + " | ".join((*OURS, *PEERS))
-        + " | compiled-mpi / best peer | compiled-mpi / ordered | best ours / limit |",
-        "|---|---|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 3),
+        + " | compiled-mpi / best peer | compiled-mpi / ordered | compiled-shm / shm in C"
+        + " | best ours / limit |",
+        "|---|---|---|---|---|---|" + "---|" * (len(OURS) + len(PEERS) + 4),
     ]
     for name, times in exchange.items():
         limit = times["limit"]
         transfer = transfer_seconds(CASES[name], limits)
-        copies, ordered = times["halo copies"], times["ordered"]
-        floors = (transfer, copies, ordered)
+        copies, ordered, shm = times["halo copies"], times["ordered"], times["shm in C"]
+        floors = (transfer, copies, ordered, shm)
         cells = [
             f"{fmt(t)} ({t / limit:.1f}x)" for t in (*floors, *(times[i] for i in (*OURS, *PEERS)))
         ]
@@ -149,7 +156,8 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
         lines.append(
             f"| {CASES[name].label} | {fmt(limit)} | " + " | ".join(cells)
             + f" | {times['compiled-mpi'] / best_peer:.2f}x"
-            + f" | {times['compiled-mpi'] / ordered:.2f}x | {best_ours / limit:.2f}x |"
+            + f" | {times['compiled-mpi'] / ordered:.2f}x"
+            + f" | {times['compiled-shm'] / shm:.2f}x | {best_ours / limit:.2f}x |"
         )  # fmt: skip
     lines += [
         "",
@@ -198,6 +206,9 @@ def plot(limits: dict, exchange: dict, devito: dict, path: Path) -> None:
         ordered = 1e6 * exchange[name]["ordered"]
         left.hlines(ordered, i - 0.45, i + 0.45, colors="black", linestyles="dotted",
                     label="ordered (C)" if i == 0 else None)  # fmt: skip
+        shm = 1e6 * exchange[name]["shm in C"]
+        left.hlines(shm, i - 0.45, i + 0.45, colors="black", linestyles="dashdot",
+                    label="shm in C" if i == 0 else None)  # fmt: skip
     left.set_yscale("log")
     left.set_ylabel("time per exchange (us), 2 ranks")
     left.set_xticks(range(len(exchange)), [CASES[n].label.replace(", ", "\n", 1)

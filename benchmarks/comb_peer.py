@@ -3,8 +3,8 @@
 Comb runs as a process of its own (built by ``benchmarks/build-comb.sh``), so the comparison
 alternates processes: each round runs, per case, Comb, ``benchmarks/runtime_exchange.py``
 (ours, compiled and runtime, with its Python peers) and, given ``--limits``, the case's C
-references (``benchmarks/limits.c --cases``: its halo copies, ordered exchange and limit), in
-turns whose order rotates from round to round; the table gives the median over rounds of
+references (``benchmarks/limits.c --cases``: its halo copies, ordered and shm exchanges in C
+and limit), in turns whose order rotates from round to round; the table gives the median over rounds of
 each one's time per exchange. This machine's speed moves between runs (``docs/benchmarks.md``):
 only numbers of one such run are compared.
 
@@ -58,7 +58,12 @@ OURS = (
     "pyghex",
 )
 #: The C references of ``benchmarks/limits.c --cases``: their names here, and in its output.
-REFERENCES = {"halo copies": "halo_copies_s", "ordered": "ordered_exchange_s", "limit": "limit_s"}
+REFERENCES = {
+    "halo copies": "halo_copies_s",
+    "ordered": "ordered_exchange_s",
+    "shm in C": "shm_exchange_s",
+    "limit": "limit_s",
+}
 COMB_PHASES = ("post-recv", "post-send", "wait-recv", "wait-send")
 #: Comb cycles per run, by case: each run lasts a second or so here
 CYCLES = {"small": 20000, "cube": 5000, "wide": 1000, "big": 1000, "large": 300}

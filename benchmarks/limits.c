@@ -19,6 +19,12 @@
  *    it allows: the same copies of the last two axes first, then the first axis' halo planes,
  *    which are contiguous once those are filled, sent and received in place (MPI_Irecv and
  *    MPI_Isend straight from and into the field, no packing), seconds per exchange;
+ *  - per such case, the exchange in plain C through shared memory as that layout allows (the
+ *    `shm` transport's way): the fields in an MPI shared window, the same copies of the last
+ *    two axes, then a flag to the other rank, and once its flag is there the first axis' halo
+ *    planes copied from its fields (memcpy, whole planes), then a flag that the reads are done
+ *    and a wait for the other's: the cross-core copies of the other rank's cells included,
+ *    seconds per exchange;
  *  - per such case, its limit: a message latency plus the halo bytes of a rank at the copy
  *    bandwidth of the power of two nearest to them, both measured again.
  *
@@ -32,11 +38,12 @@
  *
  * Prints one JSON object on rank 0: {"latency_s": ..., "copy_bytes_per_s": {"N": ...},
  * "mpi_exchange_s": {"N": ...}, "halo_copies_s": {"CASE": ...}, "ordered_exchange_s": {...},
- * "limit_s": {...}}; with --cases the last three alone (benchmarks/comb_peer.py runs them in
+ * "shm_exchange_s": {...}, "limit_s": {...}}; with --cases the last four alone (benchmarks/comb_peer.py runs them in
  * turn with the exchanges they are references for, round by round: this machine's speed moves
  * between minutes).
  */
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,20 +79,48 @@ static void parse_case(const char *spec, long n[3], long h[3], long a[3], long *
   for (int k = 0; k < 3; ++k) a[k] = n[k] + 2 * h[k];
 }
 
+/* How halo_copies fills the first axis' halos: copied on the rank, as its own neighbour
+   (COPIES); or from the other rank: by MPI in place (ORDERED), or copied from its fields in
+   a shared window (SHM). */
+enum { COPIES, ORDERED, SHM };
+
+/* Until the other rank's flag reaches `number`. */
+static void until(const long *flag, long number) {
+  while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < number) sched_yield();
+}
+
 /* The halo copies of one case (the file's comment), seconds per copy of all its fields; or
-   (`exchange`) its exchange, the first axis' planes by MPI between the 2 ranks. */
-static double halo_copies(const char *spec, int exchange) {
+   (ORDERED, SHM) its exchange, the first axis' planes from the other rank. */
+static double halo_copies(const char *spec, int mode) {
   long n[3], h[3], a[3], fields;
   parse_case(spec, n, h, a, &fields);
   size_t cells = (size_t)(a[0] * a[1] * a[2]);
-  double **f = malloc(fields * sizeof *f);
-  for (long q = 0; q < fields; ++q) {
-    f[q] = malloc(cells * sizeof(double));
-    for (size_t c = 0; c < cells; ++c) f[q][c] = (double)c;
+  const int other = 1 - rank_of();
+  double **f = malloc(fields * sizeof *f), **theirs = malloc(fields * sizeof *theirs);
+  /* SHM: the fields in a shared window, then this rank's flags (started, done) */
+  MPI_Win window = MPI_WIN_NULL;
+  long *flags = NULL, *their_flags = NULL;
+  if (mode == SHM) {
+    double *base, *their_base;
+    MPI_Aint size;
+    int unit;
+    MPI_Win_allocate_shared((MPI_Aint)(fields * cells * sizeof(double) + 128), sizeof(double),
+                            MPI_INFO_NULL, MPI_COMM_WORLD, &base, &window);
+    MPI_Win_shared_query(window, other, &size, &unit, &their_base);
+    for (long q = 0; q < fields; ++q) f[q] = base + q * cells, theirs[q] = their_base + q * cells;
+    flags = (long *)(base + fields * cells), their_flags = (long *)(their_base + fields * cells);
+    flags[0] = flags[8] = 0;
+  } else {
+    for (long q = 0; q < fields; ++q) f[q] = malloc(cells * sizeof(double));
   }
+  for (long q = 0; q < fields; ++q)
+    for (size_t c = 0; c < cells; ++c) f[q][c] = (double)c;
+  MPI_Barrier(MPI_COMM_WORLD);
   const long row = a[2], plane = a[1] * a[2];
+  const size_t planes_bytes = h[0] * plane * sizeof(double);
   double samples[SAMPLES];
   int copies = 20;
+  long number = 0;
   MPI_Request *requests = malloc(4 * fields * sizeof *requests);
   for (int s = 0; s < SAMPLES / 4; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -112,27 +147,39 @@ static double halo_copies(const char *spec, int exchange) {
           }
         }
         /* the first axis: whole planes */
-        if (h[0] && !exchange) {
-          memcpy(x, x + n[0] * plane, h[0] * plane * sizeof(double));
-          memcpy(x + (h[0] + n[0]) * plane, x + h[0] * plane, h[0] * plane * sizeof(double));
+        if (h[0] && mode == COPIES) {
+          memcpy(x, x + n[0] * plane, planes_bytes);
+          memcpy(x + (h[0] + n[0]) * plane, x + h[0] * plane, planes_bytes);
         }
       }
-      if (h[0] && exchange) {
+      if (h[0] && mode == ORDERED) {
         /* the other rank is the neighbour on both sides: this rank's low planes fill its
            high halo (tag 0), its high planes its low halo (tag 1) */
         int count = 0, planes = (int)(h[0] * plane);
         for (long q = 0; q < fields; ++q) {
           double *x = f[q];
-          MPI_Irecv(x + (h[0] + n[0]) * plane, planes, MPI_DOUBLE, 1 - rank_of(), 2 * (int)q,
+          MPI_Irecv(x + (h[0] + n[0]) * plane, planes, MPI_DOUBLE, other, 2 * (int)q,
                     MPI_COMM_WORLD, &requests[count++]);
-          MPI_Irecv(x, planes, MPI_DOUBLE, 1 - rank_of(), 2 * (int)q + 1, MPI_COMM_WORLD,
+          MPI_Irecv(x, planes, MPI_DOUBLE, other, 2 * (int)q + 1, MPI_COMM_WORLD,
                     &requests[count++]);
-          MPI_Isend(x + h[0] * plane, planes, MPI_DOUBLE, 1 - rank_of(), 2 * (int)q,
-                    MPI_COMM_WORLD, &requests[count++]);
-          MPI_Isend(x + n[0] * plane, planes, MPI_DOUBLE, 1 - rank_of(), 2 * (int)q + 1,
+          MPI_Isend(x + h[0] * plane, planes, MPI_DOUBLE, other, 2 * (int)q, MPI_COMM_WORLD,
+                    &requests[count++]);
+          MPI_Isend(x + n[0] * plane, planes, MPI_DOUBLE, other, 2 * (int)q + 1,
                     MPI_COMM_WORLD, &requests[count++]);
         }
         MPI_Waitall(count, requests, MPI_STATUSES_IGNORE);
+      }
+      if (mode == SHM) {
+        /* the other rank's planes (their halos filled: its flag says so) into this rank's
+           halo planes; then its reads of this rank's planes done before they change */
+        __atomic_store_n(&flags[0], ++number, __ATOMIC_RELEASE);
+        until(&their_flags[0], number);
+        for (long q = 0; q < fields && h[0]; ++q) {
+          memcpy(f[q], theirs[q] + n[0] * plane, planes_bytes);
+          memcpy(f[q] + (h[0] + n[0]) * plane, theirs[q] + h[0] * plane, planes_bytes);
+        }
+        __atomic_store_n(&flags[8], number, __ATOMIC_RELEASE);
+        until(&their_flags[8], number);
       }
     }
     samples[s] = (MPI_Wtime() - t0) / copies;
@@ -142,8 +189,13 @@ static double halo_copies(const char *spec, int exchange) {
   for (long q = 0; q < fields; ++q) sum += f[q][cells / 2] + f[q][0];
   MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (sum == -1.0) printf(" ");
-  for (long q = 0; q < fields; ++q) free(f[q]);
+  if (mode == SHM) {
+    MPI_Win_free(&window);
+  } else {
+    for (long q = 0; q < fields; ++q) free(f[q]);
+  }
   free(f);
+  free(theirs);
   free(requests);
   return slowest;
 }
@@ -261,12 +313,17 @@ int main(int argc, char **argv) {
   }
   if (rank == 0) printf("\"halo_copies_s\": {");
   for (int c = 1; c < argc; ++c) {
-    double seconds = halo_copies(argv[c], 0);
+    double seconds = halo_copies(argv[c], COPIES);
     if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
   }
   if (rank == 0) printf("}, \"ordered_exchange_s\": {");
   for (int c = 1; c < argc; ++c) {
-    double seconds = halo_copies(argv[c], 1);
+    double seconds = halo_copies(argv[c], ORDERED);
+    if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
+  }
+  if (rank == 0) printf("}, \"shm_exchange_s\": {");
+  for (int c = 1; c < argc; ++c) {
+    double seconds = halo_copies(argv[c], SHM);
     if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
   }
   double latency_s = latency();
