@@ -1739,85 +1739,144 @@ static PyObject *shm_slow(ShmRun *self, PyObject *args, int64_t number, int read
                                  read ? Py_True : Py_False);
 }
 
-static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
-    if (PyDict_GET_SIZE(self->in_flight) != 0) return PyObject_Call(self->elsewhere, args, kwargs);
-    PyObject *key_object = Py_NewRef(PyList_GET_ITEM(self->fast, 0));
-    PyObject *program = Py_NewRef(PyList_GET_ITEM(self->fast, 1));
+/* What the halves of an exchange read of a ShmRun: its buffers, acquired together (state,
+   words, bases, the key of its bound copies, readers), and those copies. */
+typedef struct {
     Py_buffer views[5];
-    PyObject *objects[5] = {self->state, self->words, self->bases, key_object, self->readers};
-    int got = 0;
-    for (; got < 5; ++got)
-        if (PyObject_GetBuffer(objects[got], &views[got],
-                               got == 0 ? PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE : PyBUF_C_CONTIGUOUS) <
-            0)
-            break;
-    PyObject *result = NULL;
-    int64_t *pairs = NULL;
-    if (got < 5) goto done;
-    int64_t *counts = views[0].buf;
-    const int64_t *base = views[2].buf, *readers = views[4].buf;
-    Py_ssize_t field_bytes = views[1].len, neighbours = views[2].len / 8 - 1;
-    Py_ssize_t nreaders = views[4].len / 8;
-    if (views[0].len < 8 || neighbours < 0) {
+    int got;
+    PyObject *key, *program;
+} ShmViews;
+
+static void shm_release(ShmViews *v) {
+    for (int i = 0; i < v->got; ++i) PyBuffer_Release(&v->views[i]);
+    Py_XDECREF(v->key);
+    Py_XDECREF(v->program);
+}
+
+static int shm_acquire(ShmRun *self, ShmViews *v) {
+    v->got = 0;
+    v->key = Py_NewRef(PyList_GET_ITEM(self->fast, 0));
+    v->program = Py_NewRef(PyList_GET_ITEM(self->fast, 1));
+    PyObject *objects[5] = {self->state, self->words, self->bases, v->key, self->readers};
+    for (; v->got < 5; ++v->got)
+        if (PyObject_GetBuffer(objects[v->got], &v->views[v->got],
+                               v->got == 0 ? PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE
+                                           : PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+    if (v->views[0].len < 8 || v->views[2].len < 8) {
         PyErr_SetString(PyExc_ValueError, "ShmRun: no count of starts, or no own records");
-        goto done;
+        return -1;
     }
-    int64_t number = counts[0], slot = number % self->slots;
-    int64_t offset = slot * self->record * 8;
-    PyObject *ran = run(NULL, self->local); /* the rank's own halos first */
-    if (ran == NULL) goto done;
+    return 0;
+}
+
+/* The start of exchange `number`: the copies to the rank's own halo, its record, the count
+   of starts past it. */
+static int shm_publish(ShmRun *self, ShmViews *v, int64_t number) {
+    PyObject *ran = run(NULL, self->local);
+    if (ran == NULL) return -1;
     Py_DECREF(ran);
-    int64_t *own = (int64_t *)(intptr_t)(base[0] + offset);
+    int64_t *counts = v->views[0].buf;
+    const int64_t *base = v->views[2].buf;
+    int64_t *own = (int64_t *)(intptr_t)(base[0] + number % self->slots * self->record * 8);
     own[1] = self->signature;
     own[2] = self->count;
-    memcpy(own + 4, views[1].buf, (size_t)field_bytes);
+    memcpy(own + 4, v->views[1].buf, (size_t)v->views[1].len);
     counts[0] = number + 1;
     __atomic_store_n(own, number + 1, __ATOMIC_RELEASE);
-    pairs = PyMem_Malloc(sizeof(int64_t) * 2 * (size_t)(neighbours + nreaders + 1));
-    if (pairs == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    return 0;
+}
+
+/* The finish of exchange `number`, each wait at most `seconds`: the neighbours' records,
+   compared with those the bound copies were bound to; the copies; its done flags; then (if
+   `readers`) the wait for its readers. 0: all of it done; 1: nothing read (a record not
+   there, or not the bound one's); 2: read, its readers not done; -1: an error. */
+static int shm_complete(ShmRun *self, ShmViews *v, int64_t number, double seconds,
+                        int readers) {
+    const int64_t *base = v->views[2].buf, *flags = v->views[4].buf;
+    const Py_ssize_t field_bytes = v->views[1].len, neighbours = v->views[2].len / 8 - 1;
+    const Py_ssize_t nreaders = v->views[4].len / 8;
+    const int64_t offset = number % self->slots * self->record * 8;
+    int64_t *pairs = PyMem_Malloc(sizeof(int64_t) * 2 * (size_t)(neighbours + nreaders + 1));
+    if (pairs == NULL) return PyErr_NoMemory(), -1;
     for (Py_ssize_t i = 0; i < neighbours; ++i) {
         pairs[2 * i] = base[1 + i] + offset;
         pairs[2 * i + 1] = number + 1;
     }
-    if (!shm_reached(pairs, neighbours, SHM_FAST_WAIT_S)) {
-        result = shm_slow(self, args, number, 0);
-        goto done;
-    }
-    int same = views[3].len == neighbours * field_bytes;
+    int status = 1, same = shm_reached(pairs, neighbours, seconds) &&
+                           v->views[3].len == neighbours * field_bytes;
     for (Py_ssize_t i = 0; same && i < neighbours; ++i) {
         const int64_t *theirs = (const int64_t *)(intptr_t)(base[1 + i] + offset);
         same = theirs[0] == number + 1 && theirs[1] == self->signature &&
-               memcmp(theirs + 4, (const char *)views[3].buf + i * field_bytes,
+               memcmp(theirs + 4, (const char *)v->views[3].buf + i * field_bytes,
                       (size_t)field_bytes) == 0;
     }
-    if (!same) { /* fields the kept copies were not bound to, or ranks that disagree */
-        result = shm_slow(self, args, number, 0);
-        goto done;
+    if (same) { /* else fields the copies were not bound to, or ranks that disagree */
+        PyObject *ran = run(NULL, v->program);
+        status = ran == NULL ? -1 : 0;
+        Py_XDECREF(ran);
     }
-    ran = run(NULL, program);
-    if (ran == NULL) goto done;
-    Py_DECREF(ran);
-    for (Py_ssize_t i = 0; i < neighbours; ++i) /* its reads from each are done */
+    int64_t *own = (int64_t *)(intptr_t)(base[0] + offset);
+    for (Py_ssize_t i = 0; status == 0 && i < neighbours; ++i) /* its reads from each done */
         __atomic_store_n(own + self->done + i, number + 1, __ATOMIC_RELEASE);
     for (Py_ssize_t i = 0; i < nreaders; ++i) {
-        pairs[2 * i] = readers[i] + offset;
+        pairs[2 * i] = flags[i] + offset;
         pairs[2 * i + 1] = number + 1;
     }
-    if (!shm_reached(pairs, nreaders, SHM_FAST_WAIT_S)) {
-        result = shm_slow(self, args, number, 1);
-        goto done;
-    }
-    result = Py_NewRef(Py_None);
-done:
+    if (status == 0 && readers && !shm_reached(pairs, nreaders, seconds)) status = 2;
     PyMem_Free(pairs);
-    for (int i = 0; i < got; ++i) PyBuffer_Release(&views[i]);
-    Py_DECREF(key_object);
-    Py_DECREF(program);
+    return status;
+}
+
+static PyObject *shm_run_call(ShmRun *self, PyObject *args, PyObject *kwargs) {
+    if (PyDict_GET_SIZE(self->in_flight) != 0) return PyObject_Call(self->elsewhere, args, kwargs);
+    ShmViews v;
+    PyObject *result = NULL;
+    if (shm_acquire(self, &v) == 0) {
+        int64_t number = ((int64_t *)v.views[0].buf)[0];
+        int status = shm_publish(self, &v, number);
+        if (status == 0) status = shm_complete(self, &v, number, SHM_FAST_WAIT_S, 1);
+        if (status == 0) result = Py_NewRef(Py_None);
+        if (status > 0) result = shm_slow(self, args, number, status == 2);
+    }
+    shm_release(&v);
     return result;
 }
+
+/* ShmRun.publish(number): the start of a split exchange whose number (and slot) Python took. */
+static PyObject *shm_run_publish(ShmRun *self, PyObject *arg) {
+    long long number = PyLong_AsLongLong(arg);
+    if (number == -1 && PyErr_Occurred()) return NULL;
+    ShmViews v;
+    int status = shm_acquire(self, &v);
+    if (status == 0) status = shm_publish(self, &v, number);
+    shm_release(&v);
+    return status == 0 ? Py_NewRef(Py_None) : NULL;
+}
+
+/* ShmRun.complete(number, block, readers): its finish from C (shm_complete's status);
+   waiting only where `block` and no other 'shm' exchange is in flight: a wait in C reads for
+   none of them. */
+static PyObject *shm_run_complete(ShmRun *self, PyObject *args) {
+    long long number;
+    int block, readers;
+    if (!PyArg_ParseTuple(args, "Lpp", &number, &block, &readers)) return NULL;
+    double seconds = block && PyDict_GET_SIZE(self->in_flight) <= 1 ? SHM_FAST_WAIT_S : 0.0;
+    ShmViews v;
+    int status = shm_acquire(self, &v);
+    if (status == 0) status = shm_complete(self, &v, number, seconds, readers);
+    shm_release(&v);
+    return status < 0 ? NULL : PyLong_FromLong(status);
+}
+
+static PyMethodDef shm_run_methods[] = {
+    {"publish", (PyCFunction)shm_run_publish, METH_O,
+     "publish(number): the start of exchange number (a split call's, its slot free)."},
+    {"complete", (PyCFunction)shm_run_complete, METH_VARARGS,
+     "complete(number, block, readers): its finish from C; 0 done, 1 nothing read (Python "
+     "reads), 2 read but its readers not done."},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyTypeObject ShmRunType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gt4py_halo._native.ShmRun",
@@ -1831,6 +1890,7 @@ static PyTypeObject ShmRunType = {
     .tp_clear = (inquiry)shm_run_clear,
     .tp_dealloc = (destructor)shm_run_dealloc,
     .tp_call = (ternaryfunc)shm_run_call,
+    .tp_methods = shm_run_methods,
 };
 
 static PyMethodDef methods[] = {

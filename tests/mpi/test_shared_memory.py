@@ -106,6 +106,34 @@ def test_a_repeated_call_runs_from_c_and_follows_the_neighbours_fields(comm, mon
     assert 1 <= len(made) <= 2 if comm.size > 1 else not made
 
 
+def test_split_calls_run_in_c_once_bound_and_follow_the_neighbours_fields(comm, monkeypatch):
+    """A split call's start and finish run in C once its copies from the neighbours are
+    bound; Python binds them where the neighbours' fields are others (a new field set, or
+    neighbours that switched sets). Exact halos either way."""
+    d = gh.CartesianDecomposition((13, 10, 4), halo=(2, 1, 0), periodic=True)
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, MiB)
+    sets = [[shared(allocator, filled_local(d, (), np.float64)) for _ in range(2)] for _ in "ab"]
+    bound = []
+    original = runtime.PreparedShmExchange.copies
+    monkeypatch.setattr(
+        runtime.PreparedShmExchange,
+        "copies",
+        lambda self, records: bound.append(1) or original(self, records),
+    )
+    expected = expected_local(d, (), np.float64)
+    for k, which in enumerate([0, 0, 1, 1, comm.rank % 2, comm.rank % 2, 0, 0]):
+        fields = sets[which]
+        for field in fields:
+            field[...] = filled_local(d, (), np.float64) + k  # new owned values, halos reset
+        ex.start(*fields).finish()
+        for field in fields:
+            np.testing.assert_array_equal(field, expected + k)
+    # bound at the first call of each set, where the neighbours switched sets, and back;
+    # on one rank there is nothing to read
+    assert 2 <= len(bound) <= 4 if comm.size > 1 else not bound
+
+
 @pytest.mark.parametrize("levels,dtype,order", [((), np.float64, "C"), ((4,), np.float32, "F")])
 def test_unstructured_halos_hold_owner_values(comm, levels, dtype, order):
     d = gh.UnstructuredDecomposition(random_mesh(comm))

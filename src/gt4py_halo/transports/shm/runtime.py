@@ -27,6 +27,9 @@ A blocking call of fields exchanged before runs whole in C (``_native.ShmRun``, 
 ``PreparedShmExchange.kept``) while no other ``shm`` exchange is in flight: the same steps, the
 neighbours' records compared with those its copies were bound to; where one differs, or a
 wait lasts, it hands the exchange to Python (``finish_from``), which checks and reports.
+A split call runs its halves there too (``ShmRun.publish``, ``ShmRun.complete``): the start
+whole; the finish waits in C only while no other ``shm`` exchange is in flight (a wait there
+reads for none of them), else looks once, and goes on in Python where it cannot finish.
 
 The plans' send regions are exchanged once, when the transport is made (collectively): a
 rank reads its neighbour's cells in the neighbour's own indices. One node only: ranks on
@@ -286,6 +289,8 @@ class PreparedShmExchange:
         #: the last copies bound, as ``_native.ShmRun`` takes them: [key, program, buffers]
         self._fast: list[Any] = [b"", block_program([]), []]
         self._slots: dict[int, _Slot] = {}
+        #: the exchange's steps in C: a kept blocking call whole, a split call's halves
+        self.run = self._shm_run()
 
     def slot(self, slot: int) -> _Slot:
         """What its exchanges in ``slot`` read and write, found on first use."""
@@ -309,6 +314,9 @@ class PreparedShmExchange:
         """What a kept call of ``arrays`` runs (``_native.ExchangeAgain``): the whole
         exchange in C (``_native.ShmRun``) where nothing else is in flight and the
         neighbours' fields are those its last copies were bound to, else in Python."""
+        return self.run
+
+    def _shm_run(self) -> Any:
         transport = self.transport
         bases = [transport.records_at(transport.rank)]
         bases += [transport.records_at(rank) for rank, _, _ in self.reads]
@@ -415,19 +423,17 @@ def _blocks(
 
 class _Slot:
     """What an exchange of one prepared field set in one slot reads and writes, found once:
-    its own record, the neighbours' records it reads, the flags it waits for (``ready``:
+    the neighbours' records it reads, the flags it waits for (``ready``:
     each neighbour's number, ``readers``: the done flags its readers set for it; with the
     targets they must reach, set per exchange) and the address of those it sets (``done``;
     an address costs a microsecond to find)."""
 
     def __init__(self, prepared: PreparedShmExchange, slot: int) -> None:
         transport = prepared.transport
-        self.own = transport.record(transport.rank, slot)
         self.records = [transport.record(rank, slot) for rank, _, _ in prepared.reads]
         self.ready = np.zeros((len(self.records), 2), np.int64)
         self.ready[:, 0] = [r[_NUMBER:].ctypes.data for r in self.records]
-        self.number = self.own[_NUMBER:].ctypes.data
-        self.done = self.own[_DONE:].ctypes.data
+        self.done = transport.record(transport.rank, slot)[_DONE:].ctypes.data
         self.readers = np.zeros((len(prepared.readers), 2), np.int64)
         self.readers[:, 0] = [
             transport.record(rank, slot)[_DONE + j :].ctypes.data for rank, j in prepared.readers
@@ -452,17 +458,12 @@ class PendingShmExchange:
         self._number = number = transport.next_number() if number is None else number
         slot = number % SLOTS
         self._slot = found = prepared.slot(slot)
-        if not published:
+        if not published:  # the self copies, then the record
             rec = profiling.recorder
             t = rec.now() if rec else 0.0
-            _native.run(prepared.local)
+            prepared.run.publish(number)
             if rec:
                 rec.event("self-copies", t, {"copies": prepared.local.size})
-            own = found.own
-            own[_SIGNATURE] = prepared.signature
-            own[_COUNT] = len(prepared.words) // _FIELD
-            own[_HEAD : _HEAD + len(prepared.words)] = prepared.words
-            _native.flag(found.number, 0, number + 1)
         found.readers[:, 1] = number + 1
         self._arrays = arrays  # the copies' views do not hold them: alive until finished
         self._problem: str | None = None
@@ -478,6 +479,9 @@ class PendingShmExchange:
         if self._read:
             return True
         slot, prepared = self._slot, self._prepared
+        if prepared.run.complete(self._number, block, False) == 0:  # the copies bound before
+            self._read = True
+            return True
         slot.ready[:, 1] = self._number + 1
         if not _native.flags_reached(slot.ready, 0.0):
             if not block:
@@ -519,6 +523,11 @@ class PendingShmExchange:
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         try:
+            if not self._read and not rec:  # all of it in C, where it can
+                status = self._prepared.run.complete(self._number, True, True)
+                self._read = status != 1
+                if status == 0:
+                    return
             self.read(block=True)
             if rec:
                 t = rec.event("copy", t, {"from ranks": [r for r, _, _ in self._prepared.reads]})
