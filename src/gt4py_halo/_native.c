@@ -1819,11 +1819,13 @@ static int shm_complete(ShmRun *self, ShmViews *v, int64_t number, double second
     int64_t *own = (int64_t *)(intptr_t)(base[0] + offset);
     for (Py_ssize_t i = 0; status == 0 && i < neighbours; ++i) /* its reads from each done */
         __atomic_store_n(own + self->done + i, number + 1, __ATOMIC_RELEASE);
-    for (Py_ssize_t i = 0; i < nreaders; ++i) {
-        pairs[2 * i] = flags[i] + offset;
-        pairs[2 * i + 1] = number + 1;
+    if (status == 0 && readers) {
+        for (Py_ssize_t i = 0; i < nreaders; ++i) {
+            pairs[2 * i] = flags[i] + offset;
+            pairs[2 * i + 1] = number + 1;
+        }
+        if (!shm_reached(pairs, nreaders, seconds)) status = 2;
     }
-    if (status == 0 && readers && !shm_reached(pairs, nreaders, seconds)) status = 2;
     PyMem_Free(pairs);
     return status;
 }

@@ -457,14 +457,13 @@ class PendingShmExchange:
         published = number is not None
         self._number = number = transport.next_number() if number is None else number
         slot = number % SLOTS
-        self._slot = found = prepared.slot(slot)
+        self._slot = prepared.slot(slot)
         if not published:  # the self copies, then the record
             rec = profiling.recorder
             t = rec.now() if rec else 0.0
             prepared.run.publish(number)
             if rec:
                 rec.event("self-copies", t, {"copies": prepared.local.size})
-        found.readers[:, 1] = number + 1
         self._arrays = arrays  # the copies' views do not hold them: alive until finished
         self._problem: str | None = None
         self._read = read
@@ -478,10 +477,14 @@ class PendingShmExchange:
         did."""
         if self._read:
             return True
-        slot, prepared = self._slot, self._prepared
-        if prepared.run.complete(self._number, block, False) == 0:  # the copies bound before
+        if self._prepared.run.complete(self._number, block, False) == 0:  # copies bound before
             self._read = True
             return True
+        return self._read_checked(block)
+
+    def _read_checked(self, block: bool) -> bool:
+        """``read`` in Python: the neighbours' records checked, the copies bound to them."""
+        slot, prepared = self._slot, self._prepared
         slot.ready[:, 1] = self._number + 1
         if not _native.flags_reached(slot.ready, 0.0):
             if not block:
@@ -513,7 +516,12 @@ class PendingShmExchange:
     def test(self) -> bool:
         """Whether ``wait`` would return at once: its neighbours' records are there (read
         now) and its readers are done."""
-        return self.read(block=False) and bool(_native.flags_reached(self._slot.readers, 0.0))
+        return self.read(block=False) and self._readers_done()
+
+    def _readers_done(self) -> bool:
+        readers = self._slot.readers
+        readers[:, 1] = self._number + 1
+        return bool(_native.flags_reached(readers, 0.0))
 
     def wait(self, waiting: Any = None) -> None:
         """Read from the neighbours, then wait until every neighbour has read this rank's
@@ -523,15 +531,14 @@ class PendingShmExchange:
         rec = profiling.recorder
         t = rec.now() if rec else 0.0
         try:
-            if not self._read and not rec:  # all of it in C, where it can
-                status = self._prepared.run.complete(self._number, True, True)
-                self._read = status != 1
+            if not self._read:  # all of it in C where it can (a profile records the phases)
+                status = 1 if rec else self._prepared.run.complete(self._number, True, True)
                 if status == 0:
                     return
-            self.read(block=True)
+                self._read = status == 2 or self._read_checked(block=True)
             if rec:
                 t = rec.event("copy", t, {"from ranks": [r for r, _, _ in self._prepared.reads]})
-            if not _native.flags_reached(self._slot.readers, 0.0):
+            if not self._readers_done():
                 self._until(self._slot.readers, "the reads of its own by")
             if rec:
                 rec.event("wait", t, {"readers": [r for r, _ in self._prepared.readers]})
