@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import gc
+import json
 import time
+from pathlib import Path
 
 import dace
 import gt4py.next as gtx
@@ -132,6 +134,35 @@ def test_split_calls_run_in_c_once_bound_and_follow_the_neighbours_fields(comm, 
     # bound at the first call of each set, where the neighbours switched sets, and back;
     # on one rank there is nothing to read
     assert 2 <= len(bound) <= 4 if comm.size > 1 else not bound
+
+
+def test_profiled_calls_run_their_phases_in_python_with_exact_halos(comm, tmp_path_factory):
+    """Under ``gh.profile`` a call of fields whose copies are bound (C would run it whole)
+    runs its phases in Python, each timed: blocking and split calls write the same exact
+    halos, and every call's self copies, copies from the neighbours and wait for its readers
+    are on each rank's timeline."""
+    d = gh.CartesianDecomposition((13, 10, 4), halo=(2, 1, 0), periodic=True)
+    ex = gh.make_exchange(d, backend="shm")
+    allocator = gh.shared_allocator(d, MiB)
+    fields = [shared(allocator, filled_local(d, (), np.float64)) for _ in range(2)]
+    ex.exchange(*fields)
+    ex.start(*fields).finish()  # bound: C runs the next calls whole, unless profiled
+    folder = comm.bcast(str(tmp_path_factory.mktemp("profile")) if comm.rank == 0 else None)
+    expected = expected_local(d, (), np.float64)
+    calls = [lambda: ex.exchange(*fields), lambda: ex.start(*fields).finish()] * 2
+    with gh.profile(folder):
+        for k, call in enumerate(calls):
+            for field in fields:
+                field[...] = filled_local(d, (), np.float64) + k  # new owned values
+            call()
+            for field in fields:
+                np.testing.assert_array_equal(field, expected + k)
+    if comm.rank == 0:
+        events = json.loads((Path(folder) / "trace.json").read_text())["traceEvents"]
+        for rank in range(comm.size):
+            phases = [e["name"] for e in events if e["pid"] == rank and e.get("cat") == "exchange"]
+            for phase in ("self-copies", "copy", "wait"):
+                assert phases.count(phase) == len(calls), (rank, phase, phases)
 
 
 @pytest.mark.parametrize("levels,dtype,order", [((), np.float64, "C"), ((4,), np.float32, "F")])
