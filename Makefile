@@ -68,7 +68,7 @@ docs: $(STAMP)
 # of its own (it pins another NumPy).
 COMB_SRC  ?=
 DEVITO    := .venv-devito
-bench: $(STAMP) build/comb/bin/comb build/limits $(DEVITO)/.installed
+bench: $(STAMP) build/comb/bin/comb build/limits build/liblimits.so $(DEVITO)/.installed
 	$(BIN)/python -c "import matplotlib" 2>/dev/null || \
 		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install -q -e ".[bench]"
 	$(RUN_ENV) $(BIN)/python benchmarks/bench.py --comb build/comb/bin/comb \
@@ -83,6 +83,10 @@ build/comb/bin/comb: | $(STAMP)
 build/limits: benchmarks/limits.c | $(STAMP)
 	mkdir -p build
 	$(BIN)/mpicc -O2 -o $@ $<
+
+build/liblimits.so: benchmarks/limits.c | $(STAMP)
+	mkdir -p build
+	$(BIN)/mpicc -O2 -shared -fPIC -DLIMITS_LIBRARY -o $@ $<
 
 $(DEVITO)/.installed:
 	"$$(tools/find-python.sh)" -m venv $(DEVITO)

@@ -6,9 +6,10 @@ It runs, on 2 ranks (each calls mpirun itself):
 1. ``build/limits`` (``benchmarks/limits.c``): the one-way latency of a small MPI message, the
    copy bandwidth and the MPI transfer by size, measured here;
 2. ``benchmarks/comb_peer.py``: per case of ``benchmarks/runtime_exchange.py``, LLNL Comb
-   alternated with ours (compiled and runtime, both transports), the Python peers
-   (mpi4py + NumPy, pyghex) and the case's references (``build/limits --cases``: its limit,
-   halo copies, ordered and shm exchanges in C, below), medians over rounds;
+   alternated with ours (compiled and runtime, all transports, with the Python peers,
+   mpi4py + NumPy and pyghex, and the case's references in plain C, below, sample by sample
+   in one process: ``build/liblimits.so``) and the case's limit (``build/limits --cases``),
+   medians over rounds;
 3. ``benchmarks/devito_peer.py``: the exchange overhead per step of a 2-D diffusion step,
    ours compiled against Devito in each of its MPI modes.
 
@@ -35,9 +36,10 @@ an axis wraps onto the rank, ``docs/compiled_steps.md``). The shm exchange in C 
 the same, but the first axis' planes copied from the other rank's fields in a shared window
 after a flag (the ``shm`` transport's way, as plain as C has it): what an exchange through
 shared memory costs on this layout, the copies of cells another core wrote included, which
-the limit (a copy in one core's caches) leaves out. All three are measured in turn with the
-exchanges, round by round, as every other number of a case: the ratios of a case compare
-numbers of one run.
+the limit (a copy in one core's caches) leaves out. All three are timed in the process that
+times ours, sample by sample in turn with them (this machine's speed for copies between cores
+moves within seconds), the limit in turn with them round by round: the ratios of a case
+compare numbers of one run.
 
     make bench COMB_SRC=path/to/Comb        (or: python benchmarks/bench.py --comb ... )
 """
@@ -121,8 +123,8 @@ def report(limits: dict, exchange: dict, devito: dict, args, minutes: float) -> 
             for n, bw in limits["copy_bytes_per_s"].items()
             if int(n) in (1 << 12, 1 << 16, 1 << 20, 1 << 24)
         )
-        + " (each case's limit, `halo copies`, `ordered` and `shm in C` measured again in its "
-        "turns).",
+        + " (each case's limit measured again in its turns; `halo copies`, `ordered` and "
+        "`shm in C` timed in turn with ours).",
         "",
         "![ours against peers and the limit](benchmarks.png)",
         "",
@@ -244,6 +246,7 @@ def main() -> int:
     parser.add_argument("--comb", required=True, help="the comb executable (build-comb.sh)")
     parser.add_argument("--devito-python", required=True, help="a venv's Python with Devito")
     parser.add_argument("--limits", default=str(ROOT / "build" / "limits"))
+    parser.add_argument("--references", default=str(ROOT / "build" / "liblimits.so"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--docs", default=str(ROOT / "docs" / "benchmarks.md"))
     args = parser.parse_args()
@@ -255,7 +258,8 @@ def main() -> int:
             [mpirun, "-n", str(RANKS), args.limits], check=True, capture_output=True, text=True
         ).stdout
         run([sys.executable, str(HERE / "comb_peer.py"), "--comb", args.comb,
-             "--limits", args.limits, "--rounds", str(args.rounds),
+             "--limits", args.limits, "--references", args.references,
+             "--rounds", str(args.rounds),
              "--json", str(out / "exchange.json")])  # fmt: skip
         run([sys.executable, str(HERE / "devito_peer.py"), "--devito-python",
              args.devito_python, "--rounds", str(args.rounds),

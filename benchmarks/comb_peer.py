@@ -2,11 +2,12 @@
 
 Comb runs as a process of its own (built by ``benchmarks/build-comb.sh``), so the comparison
 alternates processes: each round runs, per case, Comb, ``benchmarks/runtime_exchange.py``
-(ours, compiled and runtime, with its Python peers) and, given ``--limits``, the case's C
-references (``benchmarks/limits.c --cases``: its halo copies, ordered and shm exchanges in C
-and limit), in turns whose order rotates from round to round; the table gives the median over rounds of
-each one's time per exchange. This machine's speed moves between runs (``docs/benchmarks.md``):
-only numbers of one such run are compared.
+(ours, compiled and runtime, with its Python peers and, given ``--references``, the case's C
+references: halo copies, ordered and shm exchanges in plain C, ``benchmarks/limits.c``'s
+library, sample by sample in turn with ours) and, given ``--limits``, the case's limit
+(``benchmarks/limits.c --cases``), in turns whose order rotates from round to round; the table
+gives the median over rounds of each one's time per exchange. This machine's speed moves
+between runs (``docs/benchmarks.md``): only numbers of one such run are compared.
 
 - Comb's time per exchange is the sum of the four phases it times per cycle: posting the
   receives, packing and posting the sends, waiting for and unpacking the receives, waiting
@@ -21,7 +22,7 @@ message sizes, the same contiguous and strided faces.
 
 Run (it calls mpirun itself, 2 ranks):
     python benchmarks/comb_peer.py --comb build/comb/bin/comb [--limits build/limits]
-        [--rounds 5] [--cases small,cube]
+        [--references build/liblimits.so] [--rounds 5] [--cases small,cube]
 """
 
 from __future__ import annotations
@@ -57,13 +58,8 @@ OURS = (
     "mpi4py",
     "pyghex",
 )
-#: The C references of ``benchmarks/limits.c --cases``: their names here, and in its output.
-REFERENCES = {
-    "halo copies": "halo_copies_s",
-    "ordered": "ordered_exchange_s",
-    "shm in C": "shm_exchange_s",
-    "limit": "limit_s",
-}
+#: The C references, in turn with ours (``runtime_exchange.py --references``).
+REFERENCES = tuple(runtime_exchange.REFERENCES)
 COMB_PHASES = ("post-recv", "post-send", "wait-recv", "wait-send")
 #: Comb cycles per run, by case: each run lasts a second or so here
 CYCLES = {"small": 20000, "cube": 5000, "wide": 1000, "big": 1000, "large": 300}
@@ -94,13 +90,18 @@ def comb_seconds(comb: str, case, cycles: int) -> float:
     return total
 
 
-def ours_seconds(case, impls: tuple[str, ...], repeats: int) -> dict[str, float]:
+def ours_seconds(
+    case, impls: tuple[str, ...], repeats: int, references: str | None
+) -> dict[str, float]:
     """One ``runtime_exchange.py`` run of ``case`` on 2 ranks: seconds per exchange, per
-    implementation."""
+    implementation (and C reference, given ``references``)."""
     command = [
         "mpirun", "-n", "2", sys.executable, "-O", "-m", "mpi4py", str(HERE / "runtime_exchange.py"),
         "--cases", case.name, "--impls", ",".join(impls), "--repeats", str(repeats),
     ]  # fmt: skip
+    if references:
+        command += ["--references", references]
+        impls = (*impls, *REFERENCES)
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     header = next(line for line in out.splitlines() if line.startswith("| case |"))
     row = next(line for line in out.splitlines() if line.startswith(f"| {case.label} |"))
@@ -119,17 +120,20 @@ def limits_case(case) -> str:
     return ",".join(map(str, (*case.global_shape, *case.halo, case.nfields)))
 
 
-def references_seconds(limits: str, case) -> dict[str, float]:
-    """One ``limits --cases`` run of ``case`` on 2 ranks: seconds of each C reference."""
+def limit_seconds(limits: str, case) -> float:
+    """One ``limits --cases`` run of ``case`` on 2 ranks: its limit."""
     command = ["mpirun", "-n", "2", limits, "--cases", limits_case(case)]
     out = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
-    return {name: out[key][limits_case(case)] for name, key in REFERENCES.items()}
+    return out["limit_s"][limits_case(case)]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comb", required=True, help="the comb executable")
-    parser.add_argument("--limits", help="build/limits: its C references in turn too")
+    parser.add_argument("--limits", help="build/limits: the cases' limits in turn too")
+    parser.add_argument(
+        "--references", help="build/liblimits.so: its C references in turn with ours"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--impls", default=",".join(OURS), help="passed to runtime_exchange.py")
@@ -140,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = [CASES[c.strip()] for c in args.cases.split(",") if c.strip()]
     impls = tuple(i.strip() for i in args.impls.split(",") if i.strip())
     samples: dict[str, dict[str, list[float]]] = {c.name: {} for c in cases}
-    turns = ["comb", "ours"] + (["references"] if args.limits else [])
+    references = str(Path(args.references).resolve()) if args.references else None
+    turns = ["comb", "ours"] + (["limit"] if args.limits else [])
     for round_ in range(args.rounds):
         for case in cases:
             shift = round_ % len(turns)
@@ -149,13 +154,18 @@ def main(argv: list[str] | None = None) -> int:
                     cycles = CYCLES.get(case.name, 1000)
                     times = {"comb": comb_seconds(comb, case, cycles)}
                 elif which == "ours":
-                    times = ours_seconds(case, impls, args.repeats)
+                    times = ours_seconds(case, impls, args.repeats, references)
                 else:
-                    times = references_seconds(args.limits, case)
+                    times = {"limit": limit_seconds(args.limits, case)}
                 for name, seconds in times.items():
                     samples[case.name].setdefault(name, []).append(seconds)
             print(f"# round {round_ + 1}: {case.name} done", file=sys.stderr, flush=True)
-    columns = ["comb", *impls, *(REFERENCES if args.limits else ())]
+    columns = [
+        "comb",
+        *impls,
+        *(REFERENCES if references else ()),
+        *(["limit"] * bool(args.limits)),
+    ]
     print(
         f"{datetime.date.today()}, 2 ranks, {args.rounds} rounds (median over rounds of each "
         "run's time per exchange; ratio to Comb)\n"

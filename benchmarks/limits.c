@@ -34,13 +34,20 @@
  * with no packing and no copies between ranks' own blocks: an exchange over MPI pays at least
  * that.
  *
+ * The three references of a case (halo copies, ordered and shm exchanges) are also a library,
+ * build/liblimits.so (this file with LIMITS_LIBRARY defined: reference_new, reference_run,
+ * reference_free), which benchmarks/runtime_exchange.py times sample by sample in turn with
+ * the exchanges they are references for: this machine's speed for copies between cores moves
+ * within seconds (docs/benchmarks.md), so only numbers taken in one interleaved run compare.
+ *
  *   mpicc -O2 -o build/limits benchmarks/limits.c && mpirun -n 2 build/limits [--cases] [CASE ...]
+ *   mpicc -O2 -shared -fPIC -DLIMITS_LIBRARY -o build/liblimits.so benchmarks/limits.c
  *
  * Prints one JSON object on rank 0: {"latency_s": ..., "copy_bytes_per_s": {"N": ...},
  * "mpi_exchange_s": {"N": ...}, "halo_copies_s": {"CASE": ...}, "ordered_exchange_s": {...},
- * "shm_exchange_s": {...}, "limit_s": {...}}; with --cases the last four alone (benchmarks/comb_peer.py runs them in
- * turn with the exchanges they are references for, round by round: this machine's speed moves
- * between minutes).
+ * "shm_exchange_s": {...}, "limit_s": {...}} (each reference in a loop of its own); with
+ * --cases "limit_s" alone (benchmarks/comb_peer.py runs it in turn with the exchanges, round
+ * by round).
  */
 #include <mpi.h>
 #include <sched.h>
@@ -79,7 +86,7 @@ static void parse_case(const char *spec, long n[3], long h[3], long a[3], long *
   for (int k = 0; k < 3; ++k) a[k] = n[k] + 2 * h[k];
 }
 
-/* How halo_copies fills the first axis' halos: copied on the rank, as its own neighbour
+/* How a reference fills the first axis' halos: copied on the rank, as its own neighbour
    (COPIES); or from the other rank: by MPI in place (ORDERED), or copied from its fields in
    a shared window (SHM). */
 enum { COPIES, ORDERED, SHM };
@@ -89,114 +96,140 @@ static void until(const long *flag, long number) {
   while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < number) sched_yield();
 }
 
-/* The halo copies of one case (the file's comment), seconds per copy of all its fields; or
-   (ORDERED, SHM) its exchange, the first axis' planes from the other rank. */
-static double halo_copies(const char *spec, int mode) {
-  long n[3], h[3], a[3], fields;
-  parse_case(spec, n, h, a, &fields);
-  size_t cells = (size_t)(a[0] * a[1] * a[2]);
-  const int other = 1 - rank_of();
-  double **f = malloc(fields * sizeof *f), **theirs = malloc(fields * sizeof *theirs);
-  /* SHM: the fields in a shared window, then this rank's flags (started, done) */
-  MPI_Win window = MPI_WIN_NULL;
-  long *flags = NULL, *their_flags = NULL;
+/* One case's C reference (the file's comment): its fields, and (SHM) the shared window they
+   lie in with this rank's flags (started, done) and the other rank's. */
+struct reference {
+  long n[3], h[3], a[3], fields, number;
+  int mode, other;
+  double **f, **theirs;
+  MPI_Win window;
+  long *flags, *their_flags;
+  MPI_Request *requests;
+};
+
+/* The reference `mode` of case `spec`, its fields filled (collective, on both ranks). */
+struct reference *reference_new(const char *spec, int mode) {
+  struct reference *r = calloc(1, sizeof *r);
+  parse_case(spec, r->n, r->h, r->a, &r->fields);
+  r->mode = mode, r->other = 1 - rank_of(), r->window = MPI_WIN_NULL;
+  const size_t cells = (size_t)(r->a[0] * r->a[1] * r->a[2]);
+  r->f = malloc(r->fields * sizeof *r->f), r->theirs = malloc(r->fields * sizeof *r->theirs);
   if (mode == SHM) {
     double *base, *their_base;
     MPI_Aint size;
     int unit;
-    MPI_Win_allocate_shared((MPI_Aint)(fields * cells * sizeof(double) + 128), sizeof(double),
-                            MPI_INFO_NULL, MPI_COMM_WORLD, &base, &window);
-    MPI_Win_shared_query(window, other, &size, &unit, &their_base);
-    for (long q = 0; q < fields; ++q) f[q] = base + q * cells, theirs[q] = their_base + q * cells;
-    flags = (long *)(base + fields * cells), their_flags = (long *)(their_base + fields * cells);
-    flags[0] = flags[8] = 0;
+    MPI_Win_allocate_shared((MPI_Aint)(r->fields * cells * sizeof(double) + 128),
+                            sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &r->window);
+    MPI_Win_shared_query(r->window, r->other, &size, &unit, &their_base);
+    for (long q = 0; q < r->fields; ++q)
+      r->f[q] = base + q * cells, r->theirs[q] = their_base + q * cells;
+    r->flags = (long *)(base + r->fields * cells);
+    r->their_flags = (long *)(their_base + r->fields * cells);
+    r->flags[0] = r->flags[8] = 0;
   } else {
-    for (long q = 0; q < fields; ++q) f[q] = malloc(cells * sizeof(double));
+    for (long q = 0; q < r->fields; ++q) r->f[q] = malloc(cells * sizeof(double));
   }
-  for (long q = 0; q < fields; ++q)
-    for (size_t c = 0; c < cells; ++c) f[q][c] = (double)c;
+  for (long q = 0; q < r->fields; ++q)
+    for (size_t c = 0; c < cells; ++c) r->f[q][c] = (double)c;
+  r->requests = malloc(4 * r->fields * sizeof *r->requests);
   MPI_Barrier(MPI_COMM_WORLD);
-  const long row = a[2], plane = a[1] * a[2];
+  return r;
+}
+
+/* `count` halo copies or exchanges of reference `r` (ORDERED, SHM: on both ranks). */
+void reference_run(struct reference *r, int count) {
+  const long *n = r->n, *h = r->h, row = r->a[2], plane = r->a[1] * r->a[2];
   const size_t planes_bytes = h[0] * plane * sizeof(double);
-  double samples[SAMPLES];
-  int copies = 20;
-  long number = 0;
-  MPI_Request *requests = malloc(4 * fields * sizeof *requests);
+  double **f = r->f, **theirs = r->theirs;
+  const int other = r->other;
+  for (int i = 0; i < count; ++i) {
+    for (long q = 0; q < r->fields; ++q) {
+      double *x = f[q];
+      /* the last axis, on owned rows: h[2] cells at each end of a row */
+      if (h[2])
+        for (long i0 = h[0]; i0 < h[0] + n[0]; ++i0)
+          for (long i1 = h[1]; i1 < h[1] + n[1]; ++i1) {
+            double *w = x + i0 * plane + i1 * row;
+            for (long k = 0; k < h[2]; ++k) {
+              w[k] = w[n[2] + k];
+              w[h[2] + n[2] + k] = w[h[2] + k];
+            }
+          }
+      /* the middle axis: whole rows, on owned planes */
+      for (long i0 = h[0]; i0 < h[0] + n[0]; ++i0) {
+        double *p = x + i0 * plane;
+        if (h[1]) {
+          memcpy(p, p + n[1] * row, h[1] * row * sizeof(double));
+          memcpy(p + (h[1] + n[1]) * row, p + h[1] * row, h[1] * row * sizeof(double));
+        }
+      }
+      /* the first axis: whole planes */
+      if (h[0] && r->mode == COPIES) {
+        memcpy(x, x + n[0] * plane, planes_bytes);
+        memcpy(x + (h[0] + n[0]) * plane, x + h[0] * plane, planes_bytes);
+      }
+    }
+    if (h[0] && r->mode == ORDERED) {
+      /* the other rank is the neighbour on both sides: this rank's low planes fill its
+         high halo (tag 0), its high planes its low halo (tag 1) */
+      int requests = 0, planes = (int)(h[0] * plane);
+      for (long q = 0; q < r->fields; ++q) {
+        double *x = f[q];
+        MPI_Irecv(x + (h[0] + n[0]) * plane, planes, MPI_DOUBLE, other, 2 * (int)q,
+                  MPI_COMM_WORLD, &r->requests[requests++]);
+        MPI_Irecv(x, planes, MPI_DOUBLE, other, 2 * (int)q + 1, MPI_COMM_WORLD,
+                  &r->requests[requests++]);
+        MPI_Isend(x + h[0] * plane, planes, MPI_DOUBLE, other, 2 * (int)q, MPI_COMM_WORLD,
+                  &r->requests[requests++]);
+        MPI_Isend(x + n[0] * plane, planes, MPI_DOUBLE, other, 2 * (int)q + 1,
+                  MPI_COMM_WORLD, &r->requests[requests++]);
+      }
+      MPI_Waitall(requests, r->requests, MPI_STATUSES_IGNORE);
+    }
+    if (r->mode == SHM) {
+      /* the other rank's planes (their halos filled: its flag says so) into this rank's
+         halo planes; then its reads of this rank's planes done before they change */
+      const long number = ++r->number;
+      __atomic_store_n(&r->flags[0], number, __ATOMIC_RELEASE);
+      until(&r->their_flags[0], number);
+      for (long q = 0; q < r->fields && h[0]; ++q) {
+        memcpy(f[q], theirs[q] + n[0] * plane, planes_bytes);
+        memcpy(f[q] + (h[0] + n[0]) * plane, theirs[q] + h[0] * plane, planes_bytes);
+      }
+      __atomic_store_n(&r->flags[8], number, __ATOMIC_RELEASE);
+      until(&r->their_flags[8], number);
+    }
+  }
+}
+
+/* Frees reference `r` (collective, on both ranks). */
+void reference_free(struct reference *r) {
+  if (r->mode == SHM) {
+    MPI_Win_free(&r->window);
+  } else {
+    for (long q = 0; q < r->fields; ++q) free(r->f[q]);
+  }
+  free(r->f);
+  free(r->theirs);
+  free(r->requests);
+  free(r);
+}
+
+#ifndef LIMITS_LIBRARY
+/* Seconds per run of reference `mode` of case `spec` in a loop of its own (median of samples
+   of 20, the slower rank's). */
+static double reference_seconds(const char *spec, int mode) {
+  struct reference *r = reference_new(spec, mode);
+  double samples[SAMPLES / 4];
   for (int s = 0; s < SAMPLES / 4; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < copies; ++i) {
-      for (long q = 0; q < fields; ++q) {
-        double *x = f[q];
-        /* the last axis, on owned rows: h[2] cells at each end of a row */
-        if (h[2])
-          for (long i0 = h[0]; i0 < h[0] + n[0]; ++i0)
-            for (long i1 = h[1]; i1 < h[1] + n[1]; ++i1) {
-              double *r = x + i0 * plane + i1 * row;
-              for (long k = 0; k < h[2]; ++k) {
-                r[k] = r[n[2] + k];
-                r[h[2] + n[2] + k] = r[h[2] + k];
-              }
-            }
-        /* the middle axis: whole rows, on owned planes */
-        for (long i0 = h[0]; i0 < h[0] + n[0]; ++i0) {
-          double *p = x + i0 * plane;
-          if (h[1]) {
-            memcpy(p, p + n[1] * row, h[1] * row * sizeof(double));
-            memcpy(p + (h[1] + n[1]) * row, p + h[1] * row, h[1] * row * sizeof(double));
-          }
-        }
-        /* the first axis: whole planes */
-        if (h[0] && mode == COPIES) {
-          memcpy(x, x + n[0] * plane, planes_bytes);
-          memcpy(x + (h[0] + n[0]) * plane, x + h[0] * plane, planes_bytes);
-        }
-      }
-      if (h[0] && mode == ORDERED) {
-        /* the other rank is the neighbour on both sides: this rank's low planes fill its
-           high halo (tag 0), its high planes its low halo (tag 1) */
-        int count = 0, planes = (int)(h[0] * plane);
-        for (long q = 0; q < fields; ++q) {
-          double *x = f[q];
-          MPI_Irecv(x + (h[0] + n[0]) * plane, planes, MPI_DOUBLE, other, 2 * (int)q,
-                    MPI_COMM_WORLD, &requests[count++]);
-          MPI_Irecv(x, planes, MPI_DOUBLE, other, 2 * (int)q + 1, MPI_COMM_WORLD,
-                    &requests[count++]);
-          MPI_Isend(x + h[0] * plane, planes, MPI_DOUBLE, other, 2 * (int)q, MPI_COMM_WORLD,
-                    &requests[count++]);
-          MPI_Isend(x + n[0] * plane, planes, MPI_DOUBLE, other, 2 * (int)q + 1,
-                    MPI_COMM_WORLD, &requests[count++]);
-        }
-        MPI_Waitall(count, requests, MPI_STATUSES_IGNORE);
-      }
-      if (mode == SHM) {
-        /* the other rank's planes (their halos filled: its flag says so) into this rank's
-           halo planes; then its reads of this rank's planes done before they change */
-        __atomic_store_n(&flags[0], ++number, __ATOMIC_RELEASE);
-        until(&their_flags[0], number);
-        for (long q = 0; q < fields && h[0]; ++q) {
-          memcpy(f[q], theirs[q] + n[0] * plane, planes_bytes);
-          memcpy(f[q] + (h[0] + n[0]) * plane, theirs[q] + h[0] * plane, planes_bytes);
-        }
-        __atomic_store_n(&flags[8], number, __ATOMIC_RELEASE);
-        until(&their_flags[8], number);
-      }
-    }
-    samples[s] = (MPI_Wtime() - t0) / copies;
-    f[0][(size_t)s % cells] += 1.0; /* (the copies are not dropped: the values are used) */
+    reference_run(r, 20);
+    samples[s] = (MPI_Wtime() - t0) / 20;
   }
-  double seconds = median(samples, SAMPLES / 4), slowest, sum = 0.0;
-  for (long q = 0; q < fields; ++q) sum += f[q][cells / 2] + f[q][0];
+  double seconds = median(samples, SAMPLES / 4), slowest;
   MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  if (sum == -1.0) printf(" ");
-  if (mode == SHM) {
-    MPI_Win_free(&window);
-  } else {
-    for (long q = 0; q < fields; ++q) free(f[q]);
-  }
-  free(f);
-  free(theirs);
-  free(requests);
+  reference_free(r);
   return slowest;
 }
 
@@ -303,31 +336,28 @@ int main(int argc, char **argv) {
     if (rank == 0) fprintf(stderr, "run on 2 ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  if (argc > 1 && strcmp(argv[1], "--cases") == 0) {  /* the cases alone */
+  /* with --cases, the cases' limits alone; else the machine's measures, then per case each
+     reference in a loop of its own, then the limits */
+  const int limits_only = argc > 1 && strcmp(argv[1], "--cases") == 0;
+  if (limits_only) {
     --argc;
     ++argv;
     if (rank == 0) printf("{");
   } else {
     machine(rank);
+    static const char *keys[] = {"halo_copies_s", "ordered_exchange_s", "shm_exchange_s"};
+    for (int mode = COPIES; mode <= SHM; ++mode) {
+      if (rank == 0) printf(", \"%s\": {", keys[mode]);
+      for (int c = 1; c < argc; ++c) {
+        double seconds = reference_seconds(argv[c], mode);
+        if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
+      }
+      if (rank == 0) printf("}");
+    }
     if (rank == 0) printf(", ");
   }
-  if (rank == 0) printf("\"halo_copies_s\": {");
-  for (int c = 1; c < argc; ++c) {
-    double seconds = halo_copies(argv[c], COPIES);
-    if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
-  }
-  if (rank == 0) printf("}, \"ordered_exchange_s\": {");
-  for (int c = 1; c < argc; ++c) {
-    double seconds = halo_copies(argv[c], ORDERED);
-    if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
-  }
-  if (rank == 0) printf("}, \"shm_exchange_s\": {");
-  for (int c = 1; c < argc; ++c) {
-    double seconds = halo_copies(argv[c], SHM);
-    if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
-  }
   double latency_s = latency();
-  if (rank == 0) printf("}, \"limit_s\": {");
+  if (rank == 0) printf("\"limit_s\": {");
   for (int c = 1; c < argc; ++c) {
     double seconds = limit(argv[c], latency_s);
     if (rank == 0) printf("%s\"%s\": %.4e", c == 1 ? "" : ", ", argv[c], seconds);
@@ -336,3 +366,4 @@ int main(int argc, char **argv) {
   MPI_Finalize();
   return 0;
 }
+#endif

@@ -16,12 +16,16 @@ Compared, on the same fields of the same decomposition:
 - ``compiled-mpi``, ``compiled-ghex``, ``compiled-shm``: a ``@gh.program`` holding the
   exchange alone, lowered with each transport's expansion (MPI: pack maps and persistent
   requests; GHEX: its communication object called from the generated C++; shm: the copies
-  from the neighbours' fields in the generated C++), called from Python per exchange.
+  from the neighbours' fields in the generated C++), called from Python per exchange;
+- with ``--references build/liblimits.so`` (2 ranks), ``benchmarks/limits.c``'s plain C
+  references: ``halo copies``, ``ordered``, ``shm in C``, on fields of their own (a sample is
+  one call of a batch of them from Python), timed in turn with the rest.
 
-Every implementation is first checked to fill every halo cell with the value its owner holds
-(and so all to agree). Timing then interleaves the implementations: each sample is a barrier
-followed by ``batch`` back-to-back exchanges of one implementation, implementations take turns
-(in a rotating order) for ``--repeats`` rounds. A sample's time is the slowest rank's; the
+Every implementation of ours and every peer is first checked to fill every halo cell with the value its owner holds
+(and so all to agree). Timing then interleaves the implementations: each sample is one
+exchange untimed, a barrier and ``batch`` back-to-back exchanges of one implementation (each
+sample starts in its own implementation's caches: a steady state of repeated exchanges),
+implementations take turns (in an order shuffled each round) for ``--repeats`` rounds. A sample's time is the slowest rank's; the
 table gives the median over samples, per exchange.
 
 Run (2 ranks):  mpirun -n 2 python -m mpi4py benchmarks/runtime_exchange.py
@@ -30,6 +34,7 @@ Run (2 ranks):  mpirun -n 2 python -m mpi4py benchmarks/runtime_exchange.py
 from __future__ import annotations
 
 import argparse
+import ctypes
 import dataclasses
 import datetime
 import gc
@@ -81,6 +86,9 @@ IMPLEMENTATIONS = (
     "compiled-shm",
 )
 DTYPE = np.float64
+#: The C references of ``benchmarks/limits.c`` (its library, ``--references``): their names
+#: here and their modes there (its ``enum { COPIES, ORDERED, SHM }``).
+REFERENCES = {"halo copies": 0, "ordered": 1, "shm in C": 2}
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,6 +217,39 @@ class PyGhexExchange:
 # --------------------------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------------------------
+# References: plain C (benchmarks/limits.c)
+# --------------------------------------------------------------------------------------------
+
+
+def load_references(path: str) -> ctypes.CDLL:
+    """``build/liblimits.so``: ``benchmarks/limits.c``'s references as a library."""
+    library = ctypes.CDLL(path)
+    library.reference_new.restype = ctypes.c_void_p
+    library.reference_new.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    library.reference_run.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    library.reference_free.argtypes = [ctypes.c_void_p]
+    return library
+
+
+class CReference:
+    """A case's C reference (``benchmarks/limits.c``: halo copies, ordered or shm exchange
+    in plain C, on fields of its own, 2 ranks), run ``count`` times per call: a sample of it
+    is one call from Python, timed as ours are, in turn with ours."""
+
+    def __init__(self, library: ctypes.CDLL, case: Case, mode: int) -> None:
+        self._library = library
+        spec = ",".join(map(str, (*case.global_shape, *case.halo, case.nfields)))
+        self._reference = library.reference_new(spec.encode(), mode)  # collective
+
+    def __call__(self, count: int = 1) -> None:
+        self._library.reference_run(self._reference, count)
+
+    def free(self) -> None:
+        """Collective, as the making."""
+        self._library.reference_free(self._reference)
+
+
 def global_values(d: gh.CartesianDecomposition, field_index: int) -> np.ndarray:
     """Every cell of the local array (halo included) as the periodic global grid holds it."""
     axes = []
@@ -307,10 +348,17 @@ def verify(case: Case, d: gh.CartesianDecomposition, impls: Sequence[str]) -> No
 
 
 def time_batch(exchange: Callable[[], None], batch: int) -> float:
+    """Seconds per run of ``batch`` back-to-back runs, after one run untimed: a sample starts
+    in the caches its own implementation leaves, not in those of the one before it, as Comb
+    and the C references run: repeated exchanges, each after the last."""
+    exchange()
     MPI.COMM_WORLD.Barrier()
     t0 = time.perf_counter()
-    for _ in range(batch):
-        exchange()
+    if isinstance(exchange, CReference):
+        exchange(batch)
+    else:
+        for _ in range(batch):
+            exchange()
     return (time.perf_counter() - t0) / batch
 
 
@@ -319,16 +367,19 @@ def interleaved_samples(
 ) -> dict[str, np.ndarray]:
     """Seconds per run of each implementation: ``repeats`` samples, slowest rank's time.
 
-    Implementations take turns sample by sample, rotating who goes first, so a noisy stretch
-    of a shared machine hits all alike; a sample is a batch of back-to-back runs.
+    Implementations take turns sample by sample, in an order shuffled each round (the same on
+    every rank), so a noisy stretch of a shared machine hits all alike and none follows the
+    same one each time; a sample is a batch of back-to-back runs (``time_batch``).
     """
     names = list(runs)
     samples = {name: np.empty(repeats) for name in names}
+    orders = np.random.default_rng(0)
     gc.collect()
     gc.disable()
     try:
         for r in range(repeats):
-            for name in names[r % len(names) :] + names[: r % len(names)]:
+            for k in orders.permutation(len(names)):
+                name = names[k]
                 samples[name][r] = time_batch(runs[name], batch[name])
     finally:
         gc.enable()
@@ -337,13 +388,22 @@ def interleaved_samples(
     return samples
 
 
-def run_case(case: Case, impls: Sequence[str], repeats: int, sample_s: float) -> dict:
+def run_case(
+    case: Case,
+    impls: Sequence[str],
+    repeats: int,
+    sample_s: float,
+    references: ctypes.CDLL | None = None,
+) -> dict:
+    """Samples of each implementation and (given ``references``) each C reference, in turn."""
     comm = MPI.COMM_WORLD
     d = gh.CartesianDecomposition(case.global_shape, halo=case.halo, periodic=True)
     verify(case, d, impls)
 
     fields = fresh_fields(d, case.nfields)  # the same data for every implementation
-    exchanges = {name: build(name, d, fields) for name in impls}
+    exchanges: dict[str, Callable[..., None]] = {name: build(name, d, fields) for name in impls}
+    made = [CReference(references, case, m) for m in REFERENCES.values()] if references else []
+    exchanges.update(zip(REFERENCES, made))
     for exchange in exchanges.values():  # warm up: caches, first-touch, MPI connections
         for _ in range(5):
             exchange()
@@ -353,7 +413,9 @@ def run_case(case: Case, impls: Sequence[str], repeats: int, sample_s: float) ->
     )
     batch = max(1, min(1000, round(sample_s / probe)))
 
-    samples = interleaved_samples(comm, exchanges, dict.fromkeys(impls, batch), repeats)
+    samples = interleaved_samples(comm, exchanges, dict.fromkeys(exchanges, batch), repeats)
+    for reference in made:
+        reference.free()
     return {
         "case": case,
         "proc_grid": d.proc_grid,
@@ -424,6 +486,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sample-ms", type=float, default=2.0, help="target duration of one sample (batch)"
     )
+    parser.add_argument(
+        "--references",
+        help="build/liblimits.so: its C references (2 ranks) in turn too, as the last columns",
+    )
     args = parser.parse_args(argv)
     cases = [CASES[c.strip()] for c in args.cases.split(",") if c.strip()]
     impls = tuple(i.strip() for i in args.impls.split(",") if i.strip())
@@ -431,11 +497,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown implementations: {sorted(unknown)}")
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
+    if args.references and comm.Get_size() != 2:
+        parser.error("--references: its C references run on 2 ranks")
+    references = load_references(args.references) if args.references else None
 
     results = []
     started = time.perf_counter()
     for case in cases:
-        results.append(run_case(case, impls, args.repeats, args.sample_ms * 1e-3))
+        results.append(run_case(case, impls, args.repeats, args.sample_ms * 1e-3, references))
         if rank == 0:
             print(f"# {case.name} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     if rank == 0:
@@ -445,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"numpy {np.__version__}, repeats {args.repeats}, "
             f"sample ~{args.sample_ms} ms\n"
         )
-        print(report(results, impls, args.repeats))
+        print(report(results, (*impls, *(REFERENCES if references else ())), args.repeats))
     return 0
 
 
