@@ -115,16 +115,11 @@ def ours_seconds(
     return times
 
 
-def limits_case(case) -> str:
-    """The case as ``benchmarks/limits.c`` takes it (G0,G1,G2,H0,H1,H2,F)."""
-    return ",".join(map(str, (*case.global_shape, *case.halo, case.nfields)))
-
-
 def limit_seconds(limits: str, case) -> float:
     """One ``limits --cases`` run of ``case`` on 2 ranks: its limit."""
-    command = ["mpirun", "-n", "2", limits, "--cases", limits_case(case)]
+    command = ["mpirun", "-n", "2", limits, "--cases", case.spec]
     out = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
-    return out["limit_s"][limits_case(case)]
+    return out["limit_s"][case.spec]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,12 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                 for name, seconds in times.items():
                     samples[case.name].setdefault(name, []).append(seconds)
             print(f"# round {round_ + 1}: {case.name} done", file=sys.stderr, flush=True)
-    columns = [
-        "comb",
-        *impls,
-        *(REFERENCES if references else ()),
-        *(["limit"] * bool(args.limits)),
-    ]
+    columns = ["comb", *impls, *(REFERENCES if references else ())]
+    columns += ["limit"] if args.limits else []
     print(
         f"{datetime.date.today()}, 2 ranks, {args.rounds} rounds (median over rounds of each "
         "run's time per exchange; ratio to Comb)\n"

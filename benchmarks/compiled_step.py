@@ -46,10 +46,10 @@ Cases (float64, periodic, 2 ranks -> process grid 2x1x1):
 
 Fields are C-ordered (K contiguous), see ``as_field``. First ``a``, ``q``, ``p``, ``g`` and ``b-python`` run a few iterations from the same initial fields and must give bit-identical
 fields, halos included, on every rank. Then every implementation is warmed up (the first call
-compiles; compile times are printed) and timed: each sample is one iteration untimed, a barrier and
-a batch of iterations of one implementation (sized per implementation to last about
-``--sample-ms``), implementations take turns (``runtime_exchange.interleaved_samples``: in an
-order shuffled each round);
+compiles; compile times are printed) and timed: each sample is one iteration untimed, a
+barrier and a batch of iterations of one implementation (sized per implementation to last
+about ``--sample-ms``), implementations take turns (``runtime_exchange.interleaved_samples``:
+in an order shuffled each round);
 a sample's time is the slowest rank's; the tables give medians over samples.
 
 Run (2 ranks):  mpirun -n 2 python -O -m mpi4py benchmarks/compiled_step.py

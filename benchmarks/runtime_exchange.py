@@ -21,12 +21,13 @@ Compared, on the same fields of the same decomposition:
   references: ``halo copies``, ``ordered``, ``shm in C``, on fields of their own (a sample is
   one call of a batch of them from Python), timed in turn with the rest.
 
-Every implementation of ours and every peer is first checked to fill every halo cell with the value its owner holds
-(and so all to agree). Timing then interleaves the implementations: each sample is one
-exchange untimed, a barrier and ``batch`` back-to-back exchanges of one implementation (each
-sample starts in its own implementation's caches: a steady state of repeated exchanges),
-implementations take turns (in an order shuffled each round) for ``--repeats`` rounds. A sample's time is the slowest rank's; the
-table gives the median over samples, per exchange.
+Every implementation of ours and every peer is first checked to fill every halo cell with
+the value its owner holds (and so all to agree). Timing then interleaves the implementations:
+each sample is one exchange untimed, a barrier and ``batch`` back-to-back exchanges of one
+implementation (each sample starts in its own implementation's caches: a steady state of
+repeated exchanges), implementations take turns (in an order shuffled each round) for
+``--repeats`` rounds. A sample's time is the slowest rank's; the table gives the median over
+samples, per exchange.
 
 Run (2 ranks):  mpirun -n 2 python -m mpi4py benchmarks/runtime_exchange.py
 """
@@ -63,6 +64,11 @@ class Case:
         shape = "x".join(map(str, self.global_shape))
         halo = "(" + ",".join(map(str, self.halo)) + ")"
         return f"{shape}, halo {halo}, {self.nfields} field{'s' if self.nfields > 1 else ''}"
+
+    @property
+    def spec(self) -> str:
+        """The case as ``benchmarks/limits.c`` takes it (G0,G1,G2,H0,H1,H2,F)."""
+        return ",".join(map(str, (*self.global_shape, *self.halo, self.nfields)))
 
 
 CASES = {
@@ -213,11 +219,6 @@ class PyGhexExchange:
 
 
 # --------------------------------------------------------------------------------------------
-# Harness
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
 # References: plain C (benchmarks/limits.c)
 # --------------------------------------------------------------------------------------------
 
@@ -239,8 +240,7 @@ class CReference:
 
     def __init__(self, library: ctypes.CDLL, case: Case, mode: int) -> None:
         self._library = library
-        spec = ",".join(map(str, (*case.global_shape, *case.halo, case.nfields)))
-        self._reference = library.reference_new(spec.encode(), mode)  # collective
+        self._reference = library.reference_new(case.spec.encode(), mode)  # collective
 
     def __call__(self, count: int = 1) -> None:
         self._library.reference_run(self._reference, count)
@@ -248,6 +248,11 @@ class CReference:
     def free(self) -> None:
         """Collective, as the making."""
         self._library.reference_free(self._reference)
+
+
+# --------------------------------------------------------------------------------------------
+# Harness
+# --------------------------------------------------------------------------------------------
 
 
 def global_values(d: gh.CartesianDecomposition, field_index: int) -> np.ndarray:
