@@ -1,21 +1,27 @@
 """Devito against our compiled step: the halo-exchange overhead of a 2-D diffusion step.
 
 The step is explicit 5-point diffusion, ``u' = u + 0.2 (u[i+1] + u[i-1] + u[j+1] + u[j-1] -
-4 u)``, on an NxN grid of float64 cut in two blocks along the first axis (2 ranks), halo 1,
-not periodic (outside the grid: zeros). What is compared is each one's *exchange overhead per
-step*: the time per step of the step with its halo exchange, minus that of the same step
-without one (the lower bound: the computation alone on the rank's block).
+4 u)``, on an NxN grid of float64 cut in two blocks (2 ranks), halo 1, not periodic (outside
+the grid: zeros). Each cuts the axis its arrays hold with the larger stride, so that a halo
+across the cut is one contiguous row: Devito its first (C order), ours the second, ``J``
+(GT4Py's default fields hold ``I`` with unit stride; cut across ``I``, a halo holds one cell
+per cache line). What is compared is each one's *exchange overhead per step*: the time per
+step of the step with its halo exchange, minus that of the same step without one (the lower
+bound: the computation alone on the rank's block).
 
 - ours: a ``@gh.program`` of two steps (exchange ``u``, diffuse ``u`` into ``v``, exchange
   ``v``, diffuse ``v`` into ``u``; the demo's GT4Py program, ``examples/diffusion_2d.py``, on
   the DaCe CPU backend, GT4Py's default fields), called from Python; without exchange: the
   same ``@gh.program`` without the two exchanges. Ours in two modes, as Devito's: the
   exchange before the stencil (``blocking``), and ``overlapped``: the exchange started, the
-  rows that read no halo computed while the messages travel, the exchange finished, the two
-  rows beside the cut computed (three stencil calls instead of one; the same bits). And
+  columns that read no halo computed while the messages travel, the exchange finished, the
+  two columns beside the cut computed (three stencil calls instead of one; the same bits). And
   ``looped``: the blocking steps with the time loop inside the ``@gh.program`` (``for _ in
   range(count)``, the count an argument), one call for all of a run's steps as Devito's
-  ``apply`` makes; without exchange: the same loop without the exchanges.
+  ``apply`` makes; without exchange: the same loop without the exchanges. Each mode with each
+  of our transports: ``mpi``, messages as Devito's, and ``shm``, each rank copying its halo
+  from its neighbour's field in the node's shared memory (every mode's fields come from
+  ``gh.shared_allocator``); the report gives our best mode overall and our best over MPI.
 - Devito (4.8.23, C without OpenMP, in a venv of its own: it pins another NumPy): an
   ``Operator`` of ``Eq(u.forward, u + 0.2 * u.laplace)`` on the 2-rank grid, built in each
   MPI mode below (``configuration['mpi']``, what ``DEVITO_MPI`` sets), applied for a number of
@@ -49,8 +55,18 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 MODES = ("basic", "diag", "diag2", "full")
+#: our transports: MPI as Devito's, and ``shm`` (the ranks' fields in the node's shared memory)
+TRANSPORTS = ("mpi", "shm")
 #: our modes, each with what it is compared with: the same calls without the exchanges
-WITHOUT = {"blocking": "no exchange", "overlapped": "no exchange", "looped": "looped, no exchange"}
+WITHOUT = {
+    f"{mode}, {transport}": without
+    for transport in TRANSPORTS
+    for mode, without in (
+        ("blocking", "no exchange"),
+        ("overlapped", "no exchange"),
+        ("looped", "looped, no exchange"),
+    )
+}
 OUR_MODES = tuple(WITHOUT)
 SIZES = (32, 256)
 #: steps per sample (the short run; the long one has twice as many), by grid size
@@ -106,62 +122,9 @@ def ours(n: int, steps: int, repeats: int) -> dict:
     comm = MPI.COMM_WORLD
     demo.compile_stencil(comm)
 
-    d = gh.CartesianDecomposition((n, n), halo=1, periodic=False, proc_grid=(comm.size, 1))
-    ex = gh.make_exchange(d, backend="mpi")
-
-    @gh.program
-    def step(u, v, i0, i1, j0, j1):
-        ex.exchange(u)
-        diffusion(u, v, i0, i1, j0, j1)
-        ex.exchange(v)
-        diffusion(v, u, i0, i1, j0, j1)
-
-    @gh.program
-    def step_overlapped(u, v, i0, i1, j0, j1, a0, a1):
-        # rows a0..a1 read no halo: computed while the messages travel
-        h = ex.start(u)
-        diffusion(u, v, a0, a1, j0, j1)
-        h.finish()
-        diffusion(u, v, i0, a0, j0, j1)
-        diffusion(u, v, a1, i1, j0, j1)
-        h = ex.start(v)
-        diffusion(v, u, a0, a1, j0, j1)
-        h.finish()
-        diffusion(v, u, i0, a0, j0, j1)
-        diffusion(v, u, a1, i1, j0, j1)
-
-    @gh.program
-    def looped(u, v, i0, i1, j0, j1, count):
-        for _ in range(count):
-            ex.exchange(u)
-            diffusion(u, v, i0, i1, j0, j1)
-            ex.exchange(v)
-            diffusion(v, u, i0, i1, j0, j1)
-
-    @gh.program
-    def looped_without_exchange(u, v, i0, i1, j0, j1, count):
-        for _ in range(count):
-            diffusion(u, v, i0, i1, j0, j1)
-            diffusion(v, u, i0, i1, j0, j1)
-
-    @gh.program
-    def exchange_alone(u, v, i0, i1, j0, j1):
-        ex.exchange(u)
-        ex.exchange(v)
-
-    @gh.program
-    def step_without_exchange(u, v, i0, i1, j0, j1):
-        diffusion(u, v, i0, i1, j0, j1)
-        diffusion(v, u, i0, i1, j0, j1)
-
+    d = gh.CartesianDecomposition((n, n), halo=1, periodic=False, proc_grid=(1, comm.size))
     bounds = [gtx.int32(x) for s in d.owned for x in (s.start, s.stop)]
-    i, j = np.meshgrid(*(np.arange(s.start, s.stop) for s in d.global_slices), indexing="ij")
-    u0 = np.zeros(d.allocated_shape)
-    u0[d.owned] = initial(i, j)
-    inner = [gtx.int32(d.owned[0].start + 1), gtx.int32(d.owned[0].stop - 1)]
-
-    def fresh() -> tuple:
-        return gtx.as_field([demo.I, demo.J], u0), gtx.as_field([demo.I, demo.J], 0 * u0)
+    inner = [gtx.int32(d.owned[1].start + 1), gtx.int32(d.owned[1].stop - 1)]
 
     def runner(program, *extra):  # k steps, two per call
         def run(k: int, a, b) -> None:
@@ -176,23 +139,86 @@ def ours(n: int, steps: int, repeats: int) -> dict:
 
         return run
 
+    def exchanging(ex: gh.Exchange) -> dict:
+        """Our modes with the exchanges of ``ex``, and its two exchanges alone."""
+
+        @gh.program
+        def step(u, v, i0, i1, j0, j1):
+            ex.exchange(u)
+            diffusion(u, v, i0, i1, j0, j1)
+            ex.exchange(v)
+            diffusion(v, u, i0, i1, j0, j1)
+
+        @gh.program
+        def step_overlapped(u, v, i0, i1, j0, j1, b0, b1):
+            # columns b0..b1 read no halo: computed while the messages travel
+            h = ex.start(u)
+            diffusion(u, v, i0, i1, b0, b1)
+            h.finish()
+            diffusion(u, v, i0, i1, j0, b0)
+            diffusion(u, v, i0, i1, b1, j1)
+            h = ex.start(v)
+            diffusion(v, u, i0, i1, b0, b1)
+            h.finish()
+            diffusion(v, u, i0, i1, j0, b0)
+            diffusion(v, u, i0, i1, b1, j1)
+
+        @gh.program
+        def looped(u, v, i0, i1, j0, j1, count):
+            for _ in range(count):
+                ex.exchange(u)
+                diffusion(u, v, i0, i1, j0, j1)
+                ex.exchange(v)
+                diffusion(v, u, i0, i1, j0, j1)
+
+        @gh.program
+        def exchange_alone(u, v, i0, i1, j0, j1):
+            ex.exchange(u)
+            ex.exchange(v)
+
+        return {
+            "blocking": runner(step),
+            "overlapped": runner(step_overlapped, *inner),
+            "looped": in_one_call(looped),
+            "exchange alone": runner(exchange_alone),
+        }
+
+    @gh.program
+    def looped_without_exchange(u, v, i0, i1, j0, j1, count):
+        for _ in range(count):
+            diffusion(u, v, i0, i1, j0, j1)
+            diffusion(v, u, i0, i1, j0, j1)
+
+    @gh.program
+    def step_without_exchange(u, v, i0, i1, j0, j1):
+        diffusion(u, v, i0, i1, j0, j1)
+        diffusion(v, u, i0, i1, j0, j1)
+
+    i, j = np.meshgrid(*(np.arange(s.start, s.stop) for s in d.global_slices), indexing="ij")
+    u0 = np.zeros(d.allocated_shape)
+    u0[d.owned] = initial(i, j)
+    # every mode's fields in the node's shared memory, which `shm` reads (`mpi` takes any)
+    pool = gh.shared_allocator(d, 8 * u0.nbytes + 2**20)  # GT4Py pads: room to spare
+
+    def fresh() -> tuple:
+        return tuple(gtx.as_field([demo.I, demo.J], x, allocator=pool) for x in (u0, 0 * u0))
+
     runs = {
-        "blocking": runner(step),
-        "overlapped": runner(step_overlapped, *inner),
-        "looped": in_one_call(looped),
-        "no exchange": runner(step_without_exchange),
-        "looped, no exchange": in_one_call(looped_without_exchange),
-        "exchange alone": runner(exchange_alone),
+        f"{mode}, {transport}": run
+        for transport in TRANSPORTS
+        for mode, run in exchanging(gh.make_exchange(d, backend=transport)).items()
     }
+    runs["no exchange"] = runner(step_without_exchange)
+    runs["looped, no exchange"] = in_one_call(looped_without_exchange)
     u, v = fresh()
-    runs["blocking"](CHECK_STEPS, u, v)
+    runs["blocking, mpi"](CHECK_STEPS, u, v)
     checksum = comm.allreduce(float((u.asnumpy()[d.owned] ** 2).sum()))
-    for mode in ("overlapped", "looped"):  # the same steps: the same bits
+    for mode in OUR_MODES[1:]:  # the same steps: the same bits
         w, x = fresh()
         runs[mode](CHECK_STEPS, w, x)
         if not np.array_equal(w.asnumpy()[d.owned], u.asnumpy()[d.owned]):
             raise SystemExit(f"rank {comm.rank}: the {mode} step computed another result")
-    for mode in ("no exchange", "looped, no exchange", "exchange alone"):  # built before timing
+    for mode in [m for m in runs if m not in OUR_MODES]:  # built before timing (same order)
         runs[mode](2, u, v)
 
     times = sampled(
@@ -306,18 +332,25 @@ def main() -> None:
         ours = {m: med["ours"][m] - med["ours"][WITHOUT[m]] for m in OUR_MODES}
         overheads = {m: med["devito"][m] - med["devito"]["no exchange"] for m in MODES}
         mine, best = min(ours, key=ours.get), min(overheads, key=overheads.get)
+        over_mpi = min((m for m in ours if m.endswith(", mpi")), key=ours.get)
         results[n] = {
             "ours": med["ours"],
             "devito": med["devito"],
             "best": best,
             "mine": mine,
-            "overhead": {"ours": ours[mine], "devito": overheads[best]},
+            "mine over mpi": over_mpi,
+            "overhead": {
+                "ours": ours[mine],
+                "ours over mpi": ours[over_mpi],
+                "devito": overheads[best],
+            },
         }
-        print(
-            f"| {n}x{n} | {us(med['ours'][mine])} ({mine}) | {us(ours[mine])} "
-            f"| {us(med['devito'][best])} ({best}) | {us(overheads[best])} "
-            f"| {ours[mine] / overheads[best]:.2f}x |"
-        )
+        for m in dict.fromkeys((mine, over_mpi)):
+            print(
+                f"| {n}x{n} | {us(med['ours'][m])} ({m}) | {us(ours[m])} "
+                f"| {us(med['devito'][best])} ({best}) | {us(overheads[best])} "
+                f"| {ours[m] / overheads[best]:.2f}x |"
+            )
     for side, modes, without in (
         ("ours", OUR_MODES, WITHOUT),
         ("devito", MODES, dict.fromkeys(MODES, "no exchange")),
