@@ -11,7 +11,7 @@ It runs, on 2 ranks (each calls mpirun itself):
    in one process: ``build/liblimits.so``) and the case's limit (``build/limits --cases``),
    medians over rounds;
 3. ``benchmarks/devito_peer.py``: the exchange overhead per step of a 2-D diffusion step,
-   ours compiled against Devito in each of its MPI modes.
+   ours compiled (over ``mpi`` and ``shm``) against Devito in each of its MPI modes.
 
 The limit of a case: every halo cell written once at the copy bandwidth of a copy that size
 (the halo bytes of a rank: all fields, halo cells of its block), plus one message latency (a

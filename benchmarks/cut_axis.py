@@ -1,4 +1,4 @@
-"""Which axis to cut: the compiled exchange of GT4Py's default fields cut across ``I`` or ``J``.
+"""Which axis to cut: the exchanges of GT4Py's default fields cut across ``I`` or ``J``.
 
 GT4Py's default CPU fields hold ``I`` with unit stride (a 2-D ``[I, J]`` field has strides
 ``(8, 8 * padded rows)``). A decomposition cut across ``I`` (``proc_grid=(P, 1)``, what
